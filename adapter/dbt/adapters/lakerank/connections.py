@@ -1,0 +1,163 @@
+"""Connections for lakerank: dbt-spark's, plus the embedded-session set-up.
+
+For ``method: session`` the plugin owns everything that must be decided before
+the JVM starts or the metastore opens: where ``LAKERANK_HOME`` is, the pinned
+Derby metastore and warehouse inside it, fast-start JVM flags, and the
+per-home build lock that makes a second concurrent build refuse at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+from dbt_common.exceptions import DbtRuntimeError
+
+logger = AdapterLogger("lakerank")
+
+JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss4m"
+
+# One lock file descriptor per home, held for the life of the process (a
+# second flock on a new descriptor would conflict with our own lock).
+_LOCKS: Dict[str, int] = {}
+_ACTIVE_HOME: Optional[str] = None
+
+
+class LakerankBusyError(DbtRuntimeError):
+    """Another process is building on the same LAKERANK_HOME."""
+
+
+def project_dir() -> str:
+    try:
+        from dbt.flags import get_flags
+
+        flags_dir = getattr(get_flags(), "PROJECT_DIR", None)
+    except Exception:  # pragma: no cover - flags not set outside a dbt run
+        flags_dir = None
+    return os.path.abspath(flags_dir or os.getcwd())
+
+
+def resolve_home(configured: Optional[str] = None) -> str:
+    """``LAKERANK_HOME``, else the profile's ``lakerank_home``, else ``<project>/.lakerank``."""
+    home = os.environ.get("LAKERANK_HOME") or configured or os.path.join(project_dir(), ".lakerank")
+    if not os.path.isabs(home):
+        home = os.path.join(project_dir(), home)
+    return os.path.abspath(home)
+
+
+def acquire_build_lock(home: str) -> None:
+    """Take the home's exclusive lock or refuse with a clear message.
+
+    ``flock`` is released by the kernel when the process dies (kill -9
+    included), so a crashed build never leaves a stale lock behind.
+    """
+    if home in _LOCKS:
+        return
+    os.makedirs(home, exist_ok=True)
+    path = os.path.join(home, "build.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise LakerankBusyError(
+            f"lakerank: another build is already running on LAKERANK_HOME={home} "
+            f"({holder}). Refusing to start; nothing was changed. "
+            "Wait for it to finish, or use another LAKERANK_HOME."
+        )
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    _LOCKS[home] = fd
+
+
+def release_build_lock(home: str) -> None:
+    fd = _LOCKS.pop(home, None)
+    if fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def home_spark_conf(home: str) -> Dict[str, str]:
+    """Spark settings that put every file the embedded target writes under ``home``."""
+    return {
+        "spark.sql.warehouse.dir": os.path.join(home, "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true"
+        ),
+        "spark.sql.streaming.checkpointLocation": os.path.join(home, "checkpoints", "_default"),
+        "spark.local.dir": os.path.join(home, "tmp"),
+        "spark.lakerank.home": home,
+    }
+
+
+def start_embedded_session(home: str, params: Dict[str, str]):
+    """Create (or reuse) the process's SparkSession for ``home``.
+
+    One JVM serves every dbt invocation of the process. If the active session
+    belongs to another home it is stopped first, so two homes never share a
+    metastore or warehouse.
+    """
+    global _ACTIVE_HOME
+    from pyspark.sql import SparkSession
+
+    active = SparkSession._instantiatedSession  # the process-wide session (active is per thread)
+    if active is not None and _ACTIVE_HOME not in (None, home):
+        active.stop()
+        _reset_hive_client()
+        if _ACTIVE_HOME is not None:
+            release_build_lock(_ACTIVE_HOME)
+        active = None
+    acquire_build_lock(home)
+    if active is None:
+        os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+        os.environ.setdefault(
+            "PYSPARK_SUBMIT_ARGS",
+            f'--driver-java-options "{JVM_FLAGS} -Dderby.system.home={home}" pyspark-shell',
+        )
+        builder = SparkSession.builder.enableHiveSupport()
+        for key, value in {**params, **home_spark_conf(home)}.items():
+            builder = builder.config(key, value)
+        builder.getOrCreate().sparkContext.setLogLevel("ERROR")
+    _ACTIVE_HOME = home
+
+
+def _reset_hive_client() -> None:
+    """Forget the JVM's cached Hive client so the next session opens its own metastore."""
+    from pyspark import SparkContext
+
+    SparkContext._active_spark_context = None  # type: ignore[attr-defined]
+
+
+@dataclass
+class LakerankCredentials(SparkCredentials):
+    lakerank_home: Optional[str] = None
+
+    @property
+    def type(self) -> str:
+        return "lakerank"
+
+    def _connection_keys(self):  # type: ignore[override]
+        return tuple(super()._connection_keys()) + ("lakerank_home",)
+
+
+class LakerankConnectionManager(SparkConnectionManager):
+    TYPE = "lakerank"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        creds = connection.credentials
+        if creds.method == SparkConnectionMethod.SESSION and connection.state != "open":
+            home = resolve_home(creds.lakerank_home)
+            start_embedded_session(home, dict(creds.server_side_parameters))
+        return super().open(connection)
