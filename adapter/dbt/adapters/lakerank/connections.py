@@ -98,6 +98,10 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         "spark.sql.streaming.checkpointLocation": os.path.join(home, "checkpoints", "_default"),
         "spark.local.dir": os.path.join(home, "tmp"),
         "spark.lakerank.home": home,
+        # Derby's metastore cannot filter on non-string partition columns
+        # (bigint commit ids, timestamp segments): prune on the client instead.
+        "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
+        "spark.sql.hive.metastorePartitionPruningFastFallback": "true",
     }
 
 

@@ -1,0 +1,76 @@
+{#-
+  Append one commit of row-level changes to `<table>__audit_log` (Paimon's $audit_log):
+  rowkind (+I, -U, +U, -D), the table's columns, _commit_time, _commit_id (partition).
+  The diff compares the table's current rows in the declared partitions with the staged
+  new rows, keyed by `primary_key`. A commit already present is never rewritten, so a
+  rerun after a crash keeps the diff taken against the true previous state.
+-#}
+{% macro write_audit_commit(target, audit, stage, primary_key, partition_by, declared, commit_id, attempt) -%}
+  {%- set cols = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
+  {%- set value_cols = [] -%}
+  {%- for c in cols -%}{%- if c not in primary_key -%}{%- do value_cols.append(c) -%}{%- endif -%}{%- endfor -%}
+  {% call statement('ensure_audit') -%}
+    create table if not exists {{ audit }}
+    using parquet partitioned by (_commit_id)
+    as select cast(null as string) as rowkind, t.*, cast(null as timestamp) as _commit_time,
+              cast(null as bigint) as _commit_id
+    from {{ target }} as t where false
+  {%- endcall %}
+  {%- set existing = adapter.lakerank_partition_locations(audit) -%}
+  {%- if ('_commit_id=' ~ commit_id) not in existing -%}
+    {%- set audit_stage = api.Relation.create(schema=audit.schema, identifier=audit.identifier ~ '__stage', type='table') -%}
+    {%- set root = adapter.lakerank_table_location(audit) -%}
+    {% call statement('drop_audit_stage') -%} drop table if exists {{ audit_stage }} {%- endcall %}
+    {% call statement('write_audit') -%}
+      create table {{ audit_stage }}
+      using parquet partitioned by (_commit_id)
+      location '{{ root }}/_v/c{{ attempt }}'
+      as
+      with old_rows as (
+        select * from {{ target }} where {{ lakerank.partition_filter(partition_by, declared) }}
+      ),
+      new_rows as (select * from {{ stage }}),
+      paired as (
+        select
+          {%- for c in cols %}
+          o.{{ c }} as o__{{ c }}, n.{{ c }} as n__{{ c }},
+          {%- endfor %}
+          o.{{ primary_key[0] }} is not null as has_old,
+          n.{{ primary_key[0] }} is not null as has_new
+        from old_rows as o
+        full outer join new_rows as n
+          on {% for k in primary_key %}o.{{ k }} = n.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+      ),
+      changed as (
+        select * from paired
+        where not (has_old and has_new)
+          {%- for c in value_cols %}
+          or not (o__{{ c }} <=> n__{{ c }})
+          {%- endfor %}
+      ),
+      kinds as (
+        select stack(2,
+          case when has_new then '-U' else '-D' end, false,
+          case when has_old then '+U' else '+I' end, true) as (rowkind, is_after),
+          changed.*
+        from changed
+      )
+      select rowkind,
+        {%- for c in cols %}
+        case when is_after then n__{{ c }} else o__{{ c }} end as {{ c }},
+        {%- endfor %}
+        current_timestamp() as _commit_time,
+        cast({{ commit_id }} as bigint) as _commit_id
+      from kinds
+      where (is_after and has_new) or (not is_after and has_old)
+    {%- endcall %}
+    {%- set staged = adapter.lakerank_partition_locations(audit_stage) -%}
+    {%- if staged -%}
+      {% call statement('add_audit_partition') -%}
+        alter table {{ audit }} add if not exists partition (_commit_id = {{ commit_id }})
+        location '{{ staged['_commit_id=' ~ commit_id] }}'
+      {%- endcall %}
+    {%- endif -%}
+    {% call statement('drop_audit_stage_after') -%} drop table if exists {{ audit_stage }} {%- endcall %}
+  {%- endif -%}
+{%- endmacro %}

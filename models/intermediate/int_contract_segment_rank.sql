@@ -1,0 +1,71 @@
+{#- Seed 000 stage 2, `dwd_project_contract_memory_result_table`: every live contract
+    with its rank inside its (project, segment) slice. Only slices touched by pending
+    changes are recomputed; their segment partitions are swapped in. -#}
+{{ config(
+    materialized='swap_partitions',
+    partition_by='segment_start',
+    commit_source='stg_contract_changelog',
+) }}
+{%- set touched = lakerank.touched_segments() -%}
+{%- do lakerank.declare_partitions(touched) -%}
+
+with
+
+changes as (
+    {{ lakerank.contract_changes() }}
+),
+
+prior as (
+    select * from {{ lakerank.prior_rows('segment_start', touched) }}
+),
+
+latest_change as (
+    select *
+    from (
+        select
+            *,
+            row_number() over (
+                partition by contract_id order by _commit_id desc, _seq desc
+            ) as change_order
+        from changes
+    )
+    where change_order = 1
+),
+
+live as (
+    select
+        prior.project_id,
+        prior.contract_id,
+        prior.sign_time,
+        prior.amount,
+        prior.segment_start
+    from prior
+    left anti join changes on prior.contract_id = changes.contract_id
+    union all
+    select
+        project_id,
+        contract_id,
+        sign_time,
+        amount,
+        segment_start
+    from latest_change
+    where rowkind in ('+I', '+U')
+),
+
+ranked as (
+    select
+        *,
+        cast({{ lakerank.rank_over('project_id, segment_start') }} as bigint) as mem_rn
+    from live
+)
+
+select
+    project_id,
+    contract_id,
+    sign_time,
+    amount,
+    mem_rn,
+    cast({{ lakerank.positions_used('mem_rn', 'project_id, segment_start') }} as bigint) as segment_positions,
+    cast({{ lakerank.positions_through('mem_rn', 'project_id, segment_start') }} as bigint) as positions_through,
+    segment_start
+from ranked

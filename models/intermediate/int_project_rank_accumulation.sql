@@ -1,0 +1,107 @@
+{#- Seed 000 stage 3, `dwd_project_contract_final_result_max_table`: one row per project
+    with the rank positions it has used (`max_rn`), its latest sign time
+    (`max_event_time`) and, per segment, the positions used there (`segments`, the
+    index later stages use to find a project's partitions). Recomputed exactly for
+    touched projects from their touched slices; changes go to its audit log. -#}
+{{ config(
+    materialized='swap_partitions',
+    partition_by='project_bucket',
+    primary_key=['project_id'],
+    changelog=true,
+    commit_source='stg_contract_changelog',
+) }}
+{%- set touched_buckets = lakerank.query_values(
+    "select distinct cast(" ~ lakerank.project_bucket() ~ " as string) from ("
+    ~ lakerank.contract_changes() ~ ")") -%}
+{%- set touched_segments = lakerank.touched_segments() -%}
+{%- do lakerank.declare_partitions(touched_buckets) -%}
+
+with
+
+changes as (
+    {{ lakerank.contract_changes() }}
+),
+
+prior as (
+    select * from {{ lakerank.prior_rows('project_bucket', touched_buckets) }}
+),
+
+touched_slices as (
+    select distinct
+        project_id,
+        segment_start
+    from changes
+),
+
+slice_totals as (
+    select
+        slices.project_id,
+        slices.segment_start,
+        max(slices.segment_positions) as positions,
+        max(slices.sign_time) as max_sign_time
+    from {{ ref('int_contract_segment_rank') }} as slices
+    left semi join touched_slices
+        on
+            slices.project_id = touched_slices.project_id
+            and slices.segment_start = touched_slices.segment_start
+    where {{ lakerank.partition_filter('slices.segment_start', touched_segments) }}
+    group by slices.project_id, slices.segment_start
+),
+
+prior_entries as (
+    select
+        prior.project_id,
+        entry.segment_start,
+        entry.positions,
+        entry.max_sign_time
+    from prior
+    lateral view explode(prior.segments) exploded as entry
+    where prior.project_id in (select project_id from touched_slices)
+),
+
+kept_entries as (
+    select prior_entries.*
+    from prior_entries
+    left anti join touched_slices
+        on
+            prior_entries.project_id = touched_slices.project_id
+            and prior_entries.segment_start = touched_slices.segment_start
+),
+
+entries as (
+    select * from kept_entries
+    union all
+    select * from slice_totals
+),
+
+recomputed as (
+    select
+        project_id,
+        cast(sum(positions) as bigint) as max_rn,
+        max(max_sign_time) as max_event_time,
+        array_sort(collect_list(struct(segment_start, positions, max_sign_time))) as segments
+    from entries
+    group by project_id
+),
+
+untouched as (
+    select prior.*
+    from prior
+    left anti join touched_slices on prior.project_id = touched_slices.project_id
+)
+
+select
+    project_id,
+    max_rn,
+    max_event_time,
+    segments,
+    project_bucket
+from untouched
+union all
+select
+    project_id,
+    max_rn,
+    max_event_time,
+    segments,
+    {{ lakerank.project_bucket() }} as project_bucket
+from recomputed

@@ -1,0 +1,81 @@
+{#- Seed 000 stage 5, `dwd_project_contract_base_version_table` (the 拉链表 / zipper):
+    per project, one version per distinct live sign time. `base_max_rn` is the number of
+    rank positions used by the project's contracts with sign_time <= t for every t in
+    [ver_start, ver_end); the open current version ends at 9999-12-31 23:59:59.
+    Rebuilt for touched projects from their `rewrite_from` segment on (late data in
+    the middle of history corrects every later version). -#}
+{{ config(
+    materialized='swap_partitions',
+    partition_by='segment_start',
+    commit_source='stg_contract_changelog',
+) }}
+{%- set rewrite = lakerank.rank_rewrite_partitions() -%}
+{%- do lakerank.declare_partitions(rewrite) -%}
+
+{{ lakerank.rank_rewrite_scope() }},
+
+prior as (
+    select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
+),
+
+segment_bases as (
+    {{ lakerank.segment_bases() }}
+),
+
+points as (
+    select
+        slices.project_id,
+        slices.segment_start,
+        slices.sign_time as ver_start,
+        max(slices.positions_through) as positions_through
+    from {{ ref('int_contract_segment_rank') }} as slices
+    inner join scope on slices.project_id = scope.project_id
+    where
+        {{ lakerank.partition_filter('slices.segment_start', rewrite) }}
+        and slices.segment_start >= scope.rewrite_from
+    group by slices.project_id, slices.segment_start, slices.sign_time
+),
+
+versions as (
+    select
+        points.project_id,
+        points.ver_start,
+        coalesce(
+            lead(points.ver_start) over (
+                partition by points.project_id order by points.ver_start
+            ),
+            timestamp'9999-12-31 23:59:59'
+        ) as ver_end,
+        segment_bases.base_positions + points.positions_through as base_max_rn,
+        points.segment_start
+    from points
+    inner join segment_bases
+        on
+            points.project_id = segment_bases.project_id
+            and points.segment_start = segment_bases.segment_start
+),
+
+kept as (
+    select prior.*
+    from prior
+    left anti join scope
+        on
+            prior.project_id = scope.project_id
+            and prior.segment_start >= scope.rewrite_from
+)
+
+select
+    project_id,
+    ver_start,
+    ver_end,
+    base_max_rn,
+    segment_start
+from kept
+union all
+select
+    project_id,
+    ver_start,
+    ver_end,
+    base_max_rn,
+    segment_start
+from versions

@@ -1,0 +1,75 @@
+{#- Seed 000 stage 6, `dwd_project_contract_final_result_table`: each live contract's
+    rank over the full history of its project, `asc_rn = mem_rn + base_max_rn`, where
+    `base_max_rn` comes from an as-of lookup of the zipper: the version in force just
+    before the contract's segment start (ver_start < segment_start <= ver_end), so a
+    contract at exactly 00:00:00 is never counted twice. Only touched projects'
+    rows from their earliest touched segment on are recomputed; every changed row goes
+    to the audit log that `fct_contract_rank_changelog` exposes. -#}
+{{ config(
+    materialized='swap_partitions',
+    partition_by='segment_start',
+    primary_key=['contract_id'],
+    changelog=true,
+    commit_source='stg_contract_changelog',
+) }}
+{%- set rewrite = lakerank.rank_rewrite_partitions() -%}
+{%- do lakerank.declare_partitions(rewrite) -%}
+
+{{ lakerank.rank_rewrite_scope() }},
+
+prior as (
+    select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
+),
+
+slices as (
+    select slices.*
+    from {{ ref('int_contract_segment_rank') }} as slices
+    inner join scope on slices.project_id = scope.project_id
+    where
+        {{ lakerank.partition_filter('slices.segment_start', rewrite) }}
+        and slices.segment_start >= scope.touched_from
+),
+
+zipper as (
+    select zipper.*
+    from {{ ref('dim_project_rank_version') }} as zipper
+    where
+        {{ lakerank.partition_filter('zipper.segment_start', rewrite) }}
+        and zipper.project_id in (select project_id from scope)
+),
+
+slice_bases as (
+    {{ lakerank.as_of_lookup(
+        'select distinct project_id, segment_start from slices',
+        'zipper', 'segment_start', 'base_max_rn') }}
+),
+
+ranked as (
+    select
+        slices.project_id,
+        slices.contract_id,
+        slices.sign_time,
+        slices.amount,
+        slices.mem_rn,
+        coalesce(slice_bases.base_max_rn, 0) as base_max_rn,
+        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) as asc_rn,
+        slices.segment_start
+    from slices
+    left join slice_bases
+        on
+            slices.project_id = slice_bases.project_id
+            and slices.segment_start = slice_bases.segment_start
+),
+
+kept as (
+    select prior.*
+    from prior
+    left anti join scope
+        on
+            prior.project_id = scope.project_id
+            and prior.segment_start >= scope.touched_from
+)
+
+select * from kept
+union all
+select * from ranked

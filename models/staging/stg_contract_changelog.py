@@ -1,0 +1,22 @@
+"""Seed 000 source stage — replaces the CDC source `mysql_project_contract_table`.
+
+Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/
+into a clean retract changelog (+I, -U, +U, -D) of the live contract set, one
+partition per commit. The work is in python_udfs.contract_ingest.
+"""
+
+from python_udfs.contract_ingest import landing_path, run_contract_ingest
+
+
+def model(dbt, session):
+    dbt.config(materialized="stream_ingest", file_format="parquet")
+    home = session.conf.get("spark.lakerank.home")
+    schema = dbt.this.schema
+    return run_contract_ingest(
+        session,
+        landing_dir=landing_path(home, "contracts"),
+        checkpoint_dir=f"{home}/checkpoints/stg_contract_changelog",
+        changelog_table=f"{schema}.{dbt.this.identifier}",
+        quarantine_table=f"{schema}.stg_contract_quarantine",
+        ingest_log_table=f"{schema}.stg_contract_ingest_log",
+    )

@@ -1,0 +1,1 @@
+"""Python helpers of the lakerank project (importable by dbt Python models and executors)."""

@@ -1,0 +1,555 @@
+"""Exactly-once ingest of contract CDC events from JSON Lines files.
+
+``run_contract_ingest`` consumes every file under a landing folder that an
+earlier call has not consumed yet (Structured Streaming, ``availableNow``,
+checkpoint in ``checkpoint_dir``), validates each line, applies the valid
+events to per-contract state kept across calls (``applyInPandasWithState``)
+and writes, per micro-batch (= commit ``_commit_id``), three tables:
+
+* ``changelog_table``: the clean retract changelog of the contracts' live
+  state (``+I``, ``-U``/``+U`` pairs, ``-D``), every transition, in
+  ``(op_ts, file, line)`` order (``_seq`` 1..n within the commit);
+* ``quarantine_table``: every line that is not a valid event, with a reason;
+* ``ingest_log_table``: one row per commit with the counts, which reconcile:
+  ``events_landed = applied + noop + stale + before_image + quarantined``.
+
+Input
+-----
+One JSON object a line: ``op`` (``+I``, ``+U``, ``-U``, ``-D``),
+``project_id`` (bigint), ``contract_id`` (bigint), ``sign_time``
+(``yyyy-MM-dd HH:mm:ss``, session time zone), ``amount`` (decimal, optional),
+``op_ts`` (``yyyy-MM-dd HH:mm:ss.SSS`` or ``yyyy-MM-dd HH:mm:ss``).
+Any file name is accepted; files and folders whose name starts with ``.`` or
+``_`` are ignored (Spark's rule), sub-folders are read. Lines are split on
+``\\n`` (a trailing ``\\r`` is dropped); ``_source_line`` is the 1-based
+physical line number. Blank or whitespace-only lines are not events: they
+are skipped and not counted anywhere. A file is consumed once, by path: a
+file rewritten in place under the same name is not read again.
+
+Semantics (per ``contract_id``)
+-------------------------------
+Events are totally ordered by ``(op_ts, file, line)``. State per contract:
+the order key of the last applied event, a live flag and the current image
+``(project_id, sign_time, amount)``. Each event, in order:
+
+* order key <= state's order key -> ``stale`` (nothing changes);
+* ``-U`` -> ``before_image`` (nothing changes, state not advanced);
+* ``+I``/``+U``: live with the same image -> ``noop`` (order key advanced);
+  live with another image -> emit ``-U`` old, ``+U`` new, ``applied``;
+  not live -> emit ``+I`` new, ``applied``;
+* ``-D``: live -> emit ``-D`` with the old image, ``applied``; not live ->
+  ``noop`` but the order key advances (a tombstone: an older late ``+I`` is
+  then ``stale``).
+
+Validation (first failing check gives the reason): ``invalid json`` (not
+parseable, or not a JSON object); ``missing op`` / ``unknown op 'X'``;
+``null contract_id`` / ``bad contract_id 'x'``; ``null op_ts`` /
+``bad op_ts 'x'``; for ``+I``/``+U``/``-U``: ``null project_id`` /
+``bad project_id 'x'``, ``null sign_time`` / ``bad sign_time 'x'``; for any
+op: ``bad amount 'x'`` when ``amount`` is present (not JSON null) but is not
+a number that fits ``decimal(18,2)``. Amounts are parsed exactly (not through
+a double) and rounded half-up to 2 decimals, as Spark's cast does. A ``-D``
+needs only ``op``, ``contract_id`` and ``op_ts`` (it deletes with the stored
+image).
+
+Crash safety
+------------
+Structured Streaming replays an uncommitted batch with the same
+``batch_id`` and the same files, and the state function is deterministic, so
+a replay produces the same rows. Each table's partition for a commit is
+written as parquet into a fresh directory ``<table>/_commit_id=<id>/<uuid>``
+and then published with one metastore call (``ADD PARTITION ... LOCATION``
+or ``PARTITION ... SET LOCATION``): readers see the old partition or the new
+one, never a half-written one, and a replay replaces rather than appends.
+The timestamps ``_quarantined_at`` / ``_committed_at`` are the micro-batch's
+timestamp recorded in the checkpoint's offset log, so a replay writes
+identical rows. A replay leaves the directory written by the killed attempt
+behind, unreferenced (deleting it could break a reader in flight).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Dict, List, Optional
+from urllib.parse import urlparse
+
+__all__ = [
+    "run_contract_ingest",
+    "landing_path",
+    "CHANGELOG_DDL",
+    "QUARANTINE_DDL",
+    "INGEST_LOG_DDL",
+]
+
+CHANGELOG_DDL = (
+    "rowkind STRING, project_id BIGINT, contract_id BIGINT, sign_time TIMESTAMP, "
+    "amount DECIMAL(18,2), op_ts TIMESTAMP, _seq BIGINT, _source_file STRING, "
+    "_source_line BIGINT, _commit_id BIGINT"
+)
+QUARANTINE_DDL = (
+    "reason STRING, raw_line STRING, _source_file STRING, _source_line BIGINT, "
+    "_quarantined_at TIMESTAMP, _commit_id BIGINT"
+)
+INGEST_LOG_DDL = (
+    "files BIGINT, events_landed BIGINT, applied BIGINT, noop BIGINT, stale BIGINT, "
+    "before_image BIGINT, quarantined BIGINT, _committed_at TIMESTAMP, _commit_id BIGINT"
+)
+
+_JSON_SCHEMA = (
+    "op STRING, project_id STRING, contract_id STRING, sign_time STRING, "
+    "amount STRING, op_ts STRING, _corrupt_record STRING"
+)
+# The amount parsed a second time as a decimal: Spark reads a JSON number
+# into a STRING field through a double, which loses digits.
+_AMOUNT_SCHEMA = "amount DECIMAL(38,10)"
+
+# Rows of the state function's output.
+_STATE_OUT_SCHEMA = (
+    "rtype STRING, outcome STRING, rowkind STRING, contract_id BIGINT, project_id BIGINT, "
+    "sign_us BIGINT, amount STRING, op_ts_us BIGINT, file STRING, line BIGINT, sub INT, "
+    "reason STRING, raw STRING, n_events BIGINT"
+)
+_STATE_SCHEMA = (
+    "op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, project_id BIGINT, "
+    "sign_us BIGINT, amount STRING"
+)
+_OUTCOMES = ("applied", "noop", "stale", "before_image", "quarantined")
+
+
+def landing_path(home: str, stream: str = "contracts") -> str:
+    """``<home>/landing/<stream>``: where a stream's JSON Lines files land."""
+    return os.path.join(home, "landing", stream)
+
+
+# --------------------------------------------------------------------------
+# Tables and partitions
+# --------------------------------------------------------------------------
+
+def _quote_name(name: str) -> str:
+    return ".".join("`" + part.strip("`").replace("`", "``") + "`" for part in name.split("."))
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _ensure_table(spark, table: str, ddl: str) -> str:
+    """Create ``table`` if missing (parquet, partitioned by ``_commit_id``),
+    check its columns, and return its location."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    parts = table.split(".")
+    if len(parts) > 1:
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {_quote_name('.'.join(parts[:-1]))}")
+    qname = _quote_name(table)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {qname} ({ddl}) USING parquet PARTITIONED BY (_commit_id)")
+    want = [(f.name, f.dataType.simpleString()) for f in _parse_datatype_string(ddl).fields]
+    have = [(f.name, f.dataType.simpleString()) for f in spark.table(qname).schema.fields]
+    if want != have:
+        raise ValueError(f"table {table} exists with columns {have}, expected {want}")
+    location = None
+    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {qname}").collect():
+        if (row[0] or "").strip() == "Location":
+            location = (row[1] or "").strip()
+    if not location:
+        raise RuntimeError(f"cannot find the location of table {table}")
+    return location.rstrip("/")
+
+
+def _publish_partition(spark, table: str, location: str, commit_id: int, df) -> str:
+    """Write ``df`` (without ``_commit_id``) into a fresh directory and point
+    the table's partition ``_commit_id=commit_id`` at it in one metastore call."""
+    target = f"{location}/_commit_id={commit_id}/{uuid.uuid4().hex}"
+    df.write.mode("errorifexists").parquet(target)
+    qname = _quote_name(table)
+    exists = spark.sql(f"SHOW PARTITIONS {qname} PARTITION (_commit_id={commit_id})").count() > 0
+    if exists:
+        spark.sql(f"ALTER TABLE {qname} PARTITION (_commit_id={commit_id}) "
+                  f"SET LOCATION {_sql_string(target)}")
+    else:
+        spark.sql(f"ALTER TABLE {qname} ADD PARTITION (_commit_id={commit_id}) "
+                  f"LOCATION {_sql_string(target)}")
+    return target
+
+
+def _is_local(path: str) -> bool:
+    scheme = urlparse(path).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def _local(path: str) -> str:
+    return urlparse(path).path if path.startswith("file:") else path
+
+
+def _mkdirs(spark, path: str) -> None:
+    if _is_local(path):
+        os.makedirs(_local(path), exist_ok=True)
+        return
+    jvm = spark.sparkContext._jvm
+    jpath = jvm.org.apache.hadoop.fs.Path(path)
+    jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).mkdirs(jpath)
+
+
+def _offset_log_timestamp_us(checkpoint_dir: str, batch_id: int) -> Optional[int]:
+    """The batch timestamp Spark recorded in ``offsets/<batch_id>`` (the same on
+    a replay), in microseconds; None when it cannot be read."""
+    if not _is_local(checkpoint_dir):
+        return None
+    try:
+        with open(os.path.join(_local(checkpoint_dir), "offsets", str(batch_id)), encoding="utf-8") as fh:
+            fh.readline()  # version line, "v1"
+            meta = json.loads(fh.readline())
+        return int(meta["batchTimestampMs"]) * 1000
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# --------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------
+
+def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]):
+    """One row per file (marker, rtype 'F') and per non-blank line (rtype 'E'
+    for a valid event, 'Q' for a line to quarantine)."""
+    from pyspark.sql import functions as F
+
+    reader = (
+        spark.readStream.format("text")
+        .option("wholetext", True)
+        .option("recursiveFileLookup", True)
+        # The default maxFileAge (7 days) silently skips a file whose
+        # modification time is older than the newest seen file minus 7 days.
+        .option("maxFileAge", "365000d")
+    )
+    if max_files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
+    files = reader.load(landing_dir).select(
+        F.col("_metadata.file_path").alias("file"),
+        F.split(F.col("value"), "\n").alias("lines"),
+    )
+    # Element 0 is the file's marker, element k the file's line k.
+    lines = files.select(
+        "file",
+        F.size(F.filter("lines", lambda l: ~l.rlike(r"^\s*$"))).cast("bigint").alias("n_events"),
+        F.posexplode(F.concat(F.array(F.lit(None).cast("string")), F.col("lines"))).alias("pos", "text"),
+    ).select(
+        "file",
+        "n_events",
+        F.col("pos").cast("bigint").alias("line"),
+        F.regexp_replace("text", "\r$", "").alias("text"),
+    ).where((F.col("line") == 0) | ~F.col("text").rlike(r"^\s*$"))
+
+    j = F.from_json("text", _JSON_SCHEMA, {"columnNameOfCorruptRecord": "_corrupt_record"})
+    parsed = lines.select("file", "n_events", "line", "text", j.alias("j"))
+
+    c = lambda name: F.col(f"j.{name}")  # noqa: E731
+    trimmed = F.regexp_replace("text", r"^\s+|\s+$", "")
+    is_object = (
+        F.col("j").isNotNull() & c("_corrupt_record").isNull()
+        & trimmed.startswith("{") & trimmed.endswith("}")
+    )
+    op = c("op")
+    contract_id = c("contract_id").try_cast("bigint")
+    project_id = c("project_id").try_cast("bigint")
+    sign_time = F.try_to_timestamp(c("sign_time"), F.lit("yyyy-MM-dd HH:mm:ss"))
+    op_ts = F.coalesce(
+        F.try_to_timestamp(c("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss.SSS")),
+        F.try_to_timestamp(c("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss")),
+    )
+    amount = F.when(
+        c("amount").isNotNull(),
+        F.from_json("text", _AMOUNT_SCHEMA).getField("amount").try_cast("decimal(18,2)"),
+    )
+    needs_image = op.isin("+I", "+U", "-U")
+
+    def shown(name):
+        return F.concat(F.lit(f"bad {name} '"), F.substring(c(name), 1, 200), F.lit("'"))
+
+    reason = (
+        F.when(~is_object, F.lit("invalid json"))
+        .when(op.isNull(), F.lit("missing op"))
+        .when(~op.isin("+I", "+U", "-U", "-D"),
+              F.concat(F.lit("unknown op '"), F.substring(op, 1, 200), F.lit("'")))
+        .when(c("contract_id").isNull(), F.lit("null contract_id"))
+        .when(contract_id.isNull(), shown("contract_id"))
+        .when(c("op_ts").isNull(), F.lit("null op_ts"))
+        .when(op_ts.isNull(), shown("op_ts"))
+        .when(needs_image & c("project_id").isNull(), F.lit("null project_id"))
+        .when(needs_image & project_id.isNull(), shown("project_id"))
+        .when(needs_image & c("sign_time").isNull(), F.lit("null sign_time"))
+        .when(needs_image & sign_time.isNull(), shown("sign_time"))
+        .when(c("amount").isNotNull() & amount.isNull(), shown("amount"))
+    )
+    marker = F.col("line") == 0
+    with_reason = parsed.withColumn("reason", F.when(~marker, reason))
+    valid = ~marker & F.col("reason").isNull()
+    return with_reason.select(
+        # Key: the contract; markers and lines without a usable contract_id go to the null key.
+        F.when(~marker, contract_id).alias("k"),
+        F.when(marker, F.lit("F")).when(valid, F.lit("E")).otherwise(F.lit("Q")).alias("rtype"),
+        F.when(valid, op).alias("op"),
+        "reason",
+        F.when(~marker & ~valid, F.col("text")).alias("raw"),
+        F.when(valid, F.coalesce(project_id, F.lit(0))).otherwise(F.lit(0)).cast("bigint").alias("project_id"),
+        F.when(valid, F.coalesce(F.unix_micros(sign_time), F.lit(0))).otherwise(F.lit(0)).cast("bigint").alias("sign_us"),
+        F.when(valid, amount.cast("string")).alias("amount"),
+        F.when(valid, F.unix_micros(op_ts)).otherwise(F.lit(0)).cast("bigint").alias("op_ts_us"),
+        "file",
+        "line",
+        F.when(marker, F.col("n_events")).otherwise(F.lit(0)).cast("bigint").alias("n_events"),
+    )
+
+
+# --------------------------------------------------------------------------
+# State function
+# --------------------------------------------------------------------------
+
+def _make_state_function():
+    """The ``applyInPandasWithState`` function. Built as a closure so that it
+    is pickled by value: executors need not import this package."""
+
+    def apply_events(key, pdfs, state):
+        import pandas as pd
+
+        frames = [f for f in pdfs if len(f)]
+        out = {name: [] for name in (
+            "rtype", "outcome", "rowkind", "contract_id", "project_id", "sign_us", "amount",
+            "op_ts_us", "file", "line", "sub", "reason", "raw", "n_events")}
+
+        def emit(rtype, outcome=None, rowkind=None, contract_id=0, project_id=0, sign_us=0,
+                 amount=None, op_ts_us=0, file=None, line=0, sub=0, reason=None, raw=None,
+                 n_events=0):
+            out["rtype"].append(rtype)
+            out["outcome"].append(outcome)
+            out["rowkind"].append(rowkind)
+            out["contract_id"].append(contract_id)
+            out["project_id"].append(project_id)
+            out["sign_us"].append(sign_us)
+            out["amount"].append(amount)
+            out["op_ts_us"].append(op_ts_us)
+            out["file"].append(file)
+            out["line"].append(line)
+            out["sub"].append(sub)
+            out["reason"].append(reason)
+            out["raw"].append(raw)
+            out["n_events"].append(n_events)
+
+        if not frames:
+            return
+        pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+        passthrough = pdf[pdf["rtype"] != "E"]
+        for rtype, reason, raw, file, line, n_events in zip(
+                passthrough["rtype"].tolist(), passthrough["reason"].tolist(),
+                passthrough["raw"].tolist(), passthrough["file"].tolist(),
+                passthrough["line"].tolist(), passthrough["n_events"].tolist()):
+            if rtype == "F":
+                emit("F", file=file, n_events=int(n_events))
+            else:
+                emit("O", outcome="quarantined", file=file, line=int(line), reason=reason, raw=raw)
+
+        events = pdf[pdf["rtype"] == "E"]
+        if len(events):
+            contract_id = key[0]
+            if contract_id is None or contract_id != contract_id:
+                raise RuntimeError("valid event without a contract_id")
+            contract_id = int(contract_id)
+            events = events.sort_values(["op_ts_us", "file", "line"], kind="mergesort")
+            if state.exists:
+                s = state.get
+                last = (int(s[0]), s[1], int(s[2]))
+                live = bool(s[3])
+                image = (int(s[4]), int(s[5]), s[6]) if live else None
+            else:
+                last, live, image = None, False, None
+            for op, pid, sign_us, amount, op_ts_us, file, line in zip(
+                    events["op"].tolist(), events["project_id"].tolist(),
+                    events["sign_us"].tolist(), events["amount"].tolist(),
+                    events["op_ts_us"].tolist(), events["file"].tolist(),
+                    events["line"].tolist()):
+                order = (int(op_ts_us), file, int(line))
+                amount = None if amount is None or amount != amount else str(amount)
+                at = dict(contract_id=contract_id, op_ts_us=order[0], file=file, line=order[2])
+                if last is not None and order <= last:
+                    emit("O", outcome="stale", **at)
+                    continue
+                if op == "-U":
+                    emit("O", outcome="before_image", **at)
+                    continue
+                if op in ("+I", "+U"):
+                    new = (int(pid), int(sign_us), amount)
+                    if live and image == new:
+                        outcome = "noop"
+                    elif live:
+                        emit("C", rowkind="-U", project_id=image[0], sign_us=image[1],
+                             amount=image[2], sub=0, **at)
+                        emit("C", rowkind="+U", project_id=new[0], sign_us=new[1],
+                             amount=new[2], sub=1, **at)
+                        outcome = "applied"
+                    else:
+                        emit("C", rowkind="+I", project_id=new[0], sign_us=new[1],
+                             amount=new[2], sub=0, **at)
+                        outcome = "applied"
+                    live, image = True, new
+                elif op == "-D":
+                    if live:
+                        emit("C", rowkind="-D", project_id=image[0], sign_us=image[1],
+                             amount=image[2], sub=0, **at)
+                        outcome = "applied"
+                    else:
+                        outcome = "noop"
+                    live, image = False, None
+                else:  # validated upstream
+                    raise RuntimeError(f"unexpected op {op!r}")
+                last = order
+                emit("O", outcome=outcome, **at)
+            if last is not None:
+                if live:
+                    state.update((last[0], last[1], last[2], True, image[0], image[1], image[2]))
+                else:
+                    state.update((last[0], last[1], last[2], False, None, None, None))
+
+        if out["rtype"]:
+            frame = pd.DataFrame(out)
+            for name in ("contract_id", "project_id", "sign_us", "op_ts_us", "line", "n_events"):
+                frame[name] = frame[name].astype("int64")
+            frame["sub"] = frame["sub"].astype("int32")
+            yield frame
+
+    return apply_events
+
+
+# --------------------------------------------------------------------------
+# The job
+# --------------------------------------------------------------------------
+
+def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changelog_table: str,
+                        quarantine_table: str, ingest_log_table: str,
+                        max_files_per_trigger: Optional[int] = None) -> str:
+    """Consume every JSON Lines file under landing_dir not yet consumed (Structured Streaming,
+    trigger(availableNow=True), checkpoint in checkpoint_dir), exactly once; returns a one-line summary.
+
+    Creates the three tables if missing (parquet, partitioned by ``_commit_id``),
+    and the landing folder if missing (an empty stream). Each micro-batch is
+    one commit ``_commit_id`` (the streaming batch id). See the module doc.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    locations = {
+        "changelog": _ensure_table(spark, changelog_table, CHANGELOG_DDL),
+        "quarantine": _ensure_table(spark, quarantine_table, QUARANTINE_DDL),
+        "ingest_log": _ensure_table(spark, ingest_log_table, INGEST_LOG_DDL),
+    }
+    _mkdirs(spark, landing_dir)
+
+    events = _events_stream(spark, landing_dir, max_files_per_trigger)
+    applied = (
+        events.groupBy("k")
+        .applyInPandasWithState(_make_state_function(), _STATE_OUT_SCHEMA, _STATE_SCHEMA,
+                                "append", GroupStateTimeout.NoTimeout)
+        # In a streaming plan current_timestamp() is the batch timestamp kept
+        # in the offset log: a replayed batch gets the same value.
+        .withColumn("batch_us", F.unix_micros(F.current_timestamp()))
+    )
+
+    stats_by_commit: Dict[int, Dict[str, int]] = {}
+
+    def write_batch(batch_df, batch_id: int) -> None:
+        commit_id = int(batch_id)
+        batch_df.persist()
+        try:
+            is_o = F.col("rtype") == "O"
+            agg = batch_df.agg(
+                F.count(F.when(F.col("rtype") == "F", 1)).alias("files"),
+                F.coalesce(F.sum("n_events"), F.lit(0)).alias("events_landed"),
+                *[F.count(F.when(is_o & (F.col("outcome") == o), 1)).alias(o) for o in _OUTCOMES],
+                F.count(F.when(F.col("rtype") == "C", 1)).alias("changes"),
+                F.max("batch_us").alias("batch_us"),
+            ).collect()[0]
+            stats = {name: int(agg[name]) for name in
+                     ("files", "events_landed", "changes") + _OUTCOMES}
+            total = sum(stats[o] for o in _OUTCOMES)
+            if stats["events_landed"] != total:
+                raise RuntimeError(
+                    f"contract ingest commit {commit_id}: counts do not reconcile: "
+                    f"events_landed {stats['events_landed']} != " + " + ".join(
+                        f"{o} {stats[o]}" for o in _OUTCOMES) + f" = {total}")
+            batch_us = agg["batch_us"]
+            if batch_us is None:  # a batch of empty files only: no rows carry the timestamp
+                batch_us = _offset_log_timestamp_us(checkpoint_dir, commit_id)
+            if batch_us is None:
+                import time
+                batch_us = int(time.time() * 1_000_000)
+            batch_ts = F.timestamp_micros(F.lit(int(batch_us)))
+
+            if stats["quarantined"]:
+                quarantine = (
+                    batch_df.where(is_o & (F.col("outcome") == "quarantined"))
+                    .select(
+                        F.col("reason"),
+                        F.col("raw").alias("raw_line"),
+                        F.col("file").alias("_source_file"),
+                        F.col("line").alias("_source_line"),
+                        batch_ts.alias("_quarantined_at"),
+                    )
+                    .repartition(1)
+                    .sortWithinPartitions("_source_file", "_source_line")
+                )
+                _publish_partition(spark, quarantine_table, locations["quarantine"], commit_id, quarantine)
+
+            log = spark.range(1).select(
+                *[F.lit(stats[n]).cast("bigint").alias(n) for n in ("files", "events_landed") + _OUTCOMES],
+                batch_ts.alias("_committed_at"),
+            )
+            _publish_partition(spark, ingest_log_table, locations["ingest_log"], commit_id, log)
+
+            if stats["changes"]:
+                order = Window.orderBy("op_ts_us", "file", "line", "sub")
+                changelog = (
+                    batch_df.where(F.col("rtype") == "C")
+                    .select(
+                        F.col("rowkind"),
+                        F.col("project_id"),
+                        F.col("contract_id"),
+                        F.timestamp_micros("sign_us").alias("sign_time"),
+                        F.col("amount").cast("decimal(18,2)").alias("amount"),
+                        F.timestamp_micros("op_ts_us").alias("op_ts"),
+                        F.row_number().over(order).cast("bigint").alias("_seq"),
+                        F.col("file").alias("_source_file"),
+                        F.col("line").alias("_source_line"),
+                    )
+                    .repartition(1)
+                    .sortWithinPartitions("_seq")
+                )
+                _publish_partition(spark, changelog_table, locations["changelog"], commit_id, changelog)
+            stats_by_commit[commit_id] = stats
+        finally:
+            batch_df.unpersist()
+
+    _mkdirs(spark, checkpoint_dir)
+    query = (
+        applied.writeStream.foreachBatch(write_batch)
+        .option("checkpointLocation", checkpoint_dir)
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return _summary(stats_by_commit)
+
+
+def _summary(stats_by_commit: Dict[int, Dict[str, int]]) -> str:
+    commits: List[int] = sorted(stats_by_commit)
+    totals = {n: sum(s[n] for s in stats_by_commit.values()) for n in ("events_landed",) + _OUTCOMES}
+    counts = (f"landed {totals['events_landed']}, applied {totals['applied']}, "
+              f"noop {totals['noop']}, stale {totals['stale']}, "
+              f"before_image {totals['before_image']}, quarantined {totals['quarantined']}")
+    if not commits:
+        return f"no new commits: {counts}"
+    if len(commits) == 1:
+        return f"commit {commits[0]}: {counts}"
+    return f"commits {commits[0]}..{commits[-1]}: {counts}"

@@ -1,0 +1,381 @@
+"""Unit tests of python_udfs.contract_ingest on a real local SparkSession (no mocks).
+
+Each test gets its own landing folder, checkpoint and schema, so tests are
+independent; they share one module-scoped Hive-enabled session whose
+warehouse and Derby metastore live in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from python_udfs.contract_ingest import landing_path, run_contract_ingest  # noqa: E402
+
+pyspark = pytest.importorskip("pyspark")
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession._instantiatedSession  # another suite's live session: share it
+    if existing is not None:
+        yield existing
+        return
+    base = tmp_path_factory.mktemp("contract_ingest_spark")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("test_contract_ingest_unit")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "Asia/Shanghai")
+        .config("spark.sql.warehouse.dir", str(base / "warehouse"))
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                f"jdbc:derby:;databaseName={base / 'metastore_db'};create=true")
+        .config("spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        # As the project's embedded session: Derby cannot filter bigint partitions itself.
+        .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
+        .config("spark.sql.hive.metastorePartitionPruningFastFallback", "true")
+        # Only effective if this fixture starts the JVM: faster start, derby.log out of the cwd.
+        .config("spark.driver.extraJavaOptions",
+                f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dderby.system.home={base}")
+        .enableHiveSupport()
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+class Stream:
+    """A landing folder, checkpoint and three tables in a schema of their own."""
+
+    def __init__(self, spark, tmp_path):
+        self.spark = spark
+        self.home = str(tmp_path / "home")
+        self.landing = landing_path(self.home)
+        self.checkpoint = os.path.join(self.home, "checkpoints", "contracts")
+        schema = f"ci_{uuid.uuid4().hex[:10]}"
+        self.changelog = f"{schema}.stg_contract_changelog"
+        self.quarantine = f"{schema}.stg_contract_quarantine"
+        self.ingest_log = f"{schema}.stg_contract_ingest_log"
+        self._n = 0
+
+    def run(self, **kwargs) -> str:
+        return run_contract_ingest(
+            self.spark, landing_dir=self.landing, checkpoint_dir=self.checkpoint,
+            changelog_table=self.changelog, quarantine_table=self.quarantine,
+            ingest_log_table=self.ingest_log, **kwargs)
+
+    def land(self, lines, name=None, mtime=None) -> str:
+        """Write a file of lines (dicts become JSON, strings are written verbatim)."""
+        os.makedirs(self.landing, exist_ok=True)
+        self._n += 1
+        name = name or f"{self._n:03d}.jsonl"
+        path = os.path.join(self.landing, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = os.path.join(self.landing, f".{uuid.uuid4().hex}.tmp")  # hidden while written
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for line in lines:
+                fh.write((json.dumps(line) if isinstance(line, dict) else line) + "\n")
+        os.replace(tmp, path)
+        if mtime is not None:
+            os.utime(path, (mtime, mtime))
+        return path
+
+    def changelog_rows(self):
+        rows = self.spark.sql(f"""
+            SELECT _commit_id, _seq, rowkind, project_id, contract_id,
+                   date_format(sign_time, 'yyyy-MM-dd HH:mm:ss') AS sign_time,
+                   CAST(amount AS STRING) AS amount,
+                   date_format(op_ts, 'yyyy-MM-dd HH:mm:ss.SSS') AS op_ts,
+                   _source_file, _source_line
+            FROM {self.changelog} ORDER BY _commit_id, _seq""").collect()
+        return [tuple(r) for r in rows]
+
+    def quarantine_rows(self):
+        rows = self.spark.sql(f"""
+            SELECT _commit_id, _source_file, _source_line, reason, raw_line,
+                   CAST(_quarantined_at AS STRING) AS at
+            FROM {self.quarantine} ORDER BY _commit_id, _source_file, _source_line""").collect()
+        return [tuple(r) for r in rows]
+
+    def log_rows(self):
+        rows = self.spark.sql(f"""
+            SELECT _commit_id, files, events_landed, applied, noop, stale, before_image,
+                   quarantined, CAST(_committed_at AS STRING) AS at
+            FROM {self.ingest_log} ORDER BY _commit_id""").collect()
+        return [r.asDict() for r in rows]
+
+    def partitions(self, table):
+        return sorted(r[0] for r in self.spark.sql(f"SHOW PARTITIONS {table}").collect())
+
+    def snapshot(self):
+        return (self.changelog_rows(), self.quarantine_rows(), self.log_rows(),
+                self.partitions(self.changelog), self.partitions(self.quarantine),
+                self.partitions(self.ingest_log))
+
+
+@pytest.fixture
+def stream(spark, tmp_path):
+    return Stream(spark, tmp_path)
+
+
+def ev(op, contract_id, op_ts, project_id=None, sign_time=None, amount=None):
+    e = {"op": op, "contract_id": contract_id, "op_ts": op_ts}
+    if project_id is not None:
+        e["project_id"] = project_id
+    if sign_time is not None:
+        e["sign_time"] = sign_time
+    if amount is not None:
+        e["amount"] = amount
+    return e
+
+
+def uri(path):
+    return "file:" + path
+
+
+def live_set(changelog_rows):
+    """Replay a changelog; fail on a retraction of something not live."""
+    live = {}
+    for row in changelog_rows:
+        kind, image = row[2], row[3:6] + (row[6],)
+        cid = row[4]
+        if kind in ("+I", "+U"):
+            assert cid not in live, f"{kind} of live contract {cid}"
+            live[cid] = image
+        else:
+            assert live.get(cid) == image, f"{kind} of {image}, live is {live.get(cid)}"
+            del live[cid]
+    return live
+
+
+def assert_reconciles(log_rows):
+    for r in log_rows:
+        assert r["events_landed"] == (r["applied"] + r["noop"] + r["stale"]
+                                      + r["before_image"] + r["quarantined"]), r
+
+
+# ---------------------------------------------------------------------------
+
+
+def test_landing_path():
+    assert landing_path("/h") == os.path.join("/h", "landing", "contracts")
+    assert landing_path("/h", "payments") == os.path.join("/h", "landing", "payments")
+
+
+def test_missing_landing_folder_is_an_empty_stream(stream):
+    assert not os.path.exists(stream.landing)
+    summary = stream.run()
+    assert summary.startswith("no new commits")
+    assert os.path.isdir(stream.landing)
+    assert stream.snapshot() == ([], [], [], [], [], [])
+    # An existing empty folder too, and the tables exist with the documented columns.
+    assert stream.run().startswith("no new commits")
+    cols = lambda t: [(f.name, f.dataType.simpleString()) for f in stream.spark.table(t).schema]  # noqa: E731
+    assert cols(stream.changelog) == [
+        ("rowkind", "string"), ("project_id", "bigint"), ("contract_id", "bigint"),
+        ("sign_time", "timestamp"), ("amount", "decimal(18,2)"), ("op_ts", "timestamp"),
+        ("_seq", "bigint"), ("_source_file", "string"), ("_source_line", "bigint"),
+        ("_commit_id", "bigint")]
+    assert cols(stream.quarantine) == [
+        ("reason", "string"), ("raw_line", "string"), ("_source_file", "string"),
+        ("_source_line", "bigint"), ("_quarantined_at", "timestamp"), ("_commit_id", "bigint")]
+    assert cols(stream.ingest_log) == [
+        ("files", "bigint"), ("events_landed", "bigint"), ("applied", "bigint"),
+        ("noop", "bigint"), ("stale", "bigint"), ("before_image", "bigint"),
+        ("quarantined", "bigint"), ("_committed_at", "timestamp"), ("_commit_id", "bigint")]
+
+
+def test_semantics_across_builds(stream):
+    D1 = "2024-03-01 09:00:00"
+    D2 = "2024-03-02 09:00:00"
+    D3 = "2024-03-03 18:30:00"
+    f1 = stream.land([
+        ev("+I", 1, "2024-03-05 10:00:00.000", 100, D1, "10.5"),                 # 1 applied +I
+        "",                                                                        # 2 blank
+        ev("+I", 2, "2024-03-05 10:00:00.000", 100, D2),                          # 3 applied +I
+        ev("+I", 1, "2024-03-05 10:00:01.000", 100, D1, 10.50),                   # 4 noop (same image)
+        ev("+U", 2, "2024-03-05 10:05:00.000", 200, D3),                          # 5 applied -U/+U (moves)
+        ev("-U", 2, "2024-03-05 10:05:00.000", 100, D2),                          # 6 before_image
+        "   \t ",                                                                  # 7 whitespace only
+        ev("+I", 3, "2024-03-05 10:00:00", 100, D1),                              # 8 applied +I (no millis)
+        ev("-D", 3, "2024-03-05 11:00:00.000"),                                    # 9 applied -D
+        ev("-D", 4, "2024-03-05 12:00:00.000"),                                    # 10 noop (tombstone)
+        "not json",                                                                # 11
+        '{"op":"X","contract_id":5,"op_ts":"2024-03-05 10:00:00.000"}',            # 12
+        json.dumps(ev("+I", 6, "2024-03-05 10:00:00.000", 100, "2024-13-01 00:00:00")),  # 13
+        '{"op":"+I","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 14
+        json.dumps(ev("+I", 7, "2024-03-05 10:00:00.000", 100, D1, "abc")),       # 15
+        "[1, 2]",                                                                  # 16
+        '{"op":"+U","contract_id":8,"project_id":1,"sign_time":"2024-03-01 00:00:00"}',  # 17
+        '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 18
+        '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}',                     # 19
+        ev("+U", 10, "2024-03-05 10:00:00.000", None, D1),                        # 20 null project_id
+    ])
+    s1 = stream.run()
+    assert s1 == "commit 0: landed 18, applied 5, noop 2, stale 0, before_image 1, quarantined 10"
+
+    f1u = uri(f1)
+    assert stream.changelog_rows() == [
+        (0, 1, "+I", 100, 1, D1, "10.50", "2024-03-05 10:00:00.000", f1u, 1),
+        (0, 2, "+I", 100, 2, D2, None, "2024-03-05 10:00:00.000", f1u, 3),
+        (0, 3, "+I", 100, 3, D1, None, "2024-03-05 10:00:00.000", f1u, 8),
+        (0, 4, "-U", 100, 2, D2, None, "2024-03-05 10:05:00.000", f1u, 5),
+        (0, 5, "+U", 200, 2, D3, None, "2024-03-05 10:05:00.000", f1u, 5),
+        (0, 6, "-D", 100, 3, D1, None, "2024-03-05 11:00:00.000", f1u, 9),
+    ]
+    q = [(r[2], r[3], r[4]) for r in stream.quarantine_rows()]
+    assert q == [
+        (11, "invalid json", "not json"),
+        (12, "unknown op 'X'", '{"op":"X","contract_id":5,"op_ts":"2024-03-05 10:00:00.000"}'),
+        (13, "bad sign_time '2024-13-01 00:00:00'",
+         json.dumps(ev("+I", 6, "2024-03-05 10:00:00.000", 100, "2024-13-01 00:00:00"))),
+        (14, "null contract_id",
+         '{"op":"+I","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
+        (15, "bad amount 'abc'", json.dumps(ev("+I", 7, "2024-03-05 10:00:00.000", 100, D1, "abc"))),
+        (16, "invalid json", "[1, 2]"),
+        (17, "null op_ts", '{"op":"+U","contract_id":8,"project_id":1,"sign_time":"2024-03-01 00:00:00"}'),
+        (18, "bad contract_id '1.5'",
+         '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
+        (19, "missing op", '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}'),
+        (20, "null project_id", json.dumps(ev("+U", 10, "2024-03-05 10:00:00.000", None, D1))),
+    ]
+    assert {r[1] for r in stream.quarantine_rows()} == {f1u}
+
+    # Second build: late and stale events against the state of the first build.
+    f2 = stream.land([
+        ev("+U", 1, "2024-03-05 09:00:00.000", 100, D2, "1"),      # 1 stale (older than applied)
+        ev("+I", 4, "2024-03-05 11:00:00.000", 100, D1),           # 2 stale (older than tombstone)
+        ev("+I", 3, "2024-03-05 13:00:00.000", 300, D2, "7"),      # 3 applied +I (re-insert after -D)
+        ev("+U", 1, "2024-03-05 14:00:00.000", 100, D1, "11"),     # 4 applied -U/+U (amount)
+        ev("+I", 2, "2024-03-05 10:05:00.000", 200, D3),           # 5 noop (same op_ts, later file)
+        ev("-U", 1, "2024-03-05 08:00:00.000", 100, D1, "10.5"),   # 6 stale (old -U)
+    ])
+    s2 = stream.run()
+    assert s2 == "commit 1: landed 6, applied 2, noop 1, stale 3, before_image 0, quarantined 0"
+    f2u = uri(f2)
+    assert stream.changelog_rows()[6:] == [
+        (1, 1, "+I", 300, 3, D2, "7.00", "2024-03-05 13:00:00.000", f2u, 3),
+        (1, 2, "-U", 100, 1, D1, "10.50", "2024-03-05 14:00:00.000", f2u, 4),
+        (1, 3, "+U", 100, 1, D1, "11.00", "2024-03-05 14:00:00.000", f2u, 4),
+    ]
+
+    logs = stream.log_rows()
+    assert [{k: v for k, v in r.items() if k != "at"} for r in logs] == [
+        dict(_commit_id=0, files=1, events_landed=18, applied=5, noop=2, stale=0,
+             before_image=1, quarantined=10),
+        dict(_commit_id=1, files=1, events_landed=6, applied=2, noop=1, stale=3,
+             before_image=0, quarantined=0),
+    ]
+    assert_reconciles(logs)
+    assert {r[5] for r in stream.quarantine_rows()} == {logs[0]["at"]}
+
+    # The changelog is a clean retract stream that replays to the live set.
+    assert live_set(stream.changelog_rows()) == {
+        1: (100, 1, D1, "11.00"),
+        2: (200, 2, D3, None),
+        3: (300, 3, D2, "7.00"),
+    }
+
+    # A build with no new files writes nothing.
+    before = stream.snapshot()
+    assert stream.run().startswith("no new commits")
+    assert stream.snapshot() == before
+    assert stream.partitions(stream.changelog) == ["_commit_id=0", "_commit_id=1"]
+
+
+def test_file_handling_and_batches(stream):
+    now = time.time()
+    stream.land([ev("+I", 1, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="b.jsonl",
+                mtime=now - 60)
+    stream.land([ev("+I", 2, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="sub/c.data",
+                mtime=now - 30)
+    stream.land([ev("+I", 90, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name=".hidden.jsonl")
+    stream.land([ev("+I", 91, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="_tmp.jsonl")
+    stream.land([ev("+I", 92, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="_x/d.jsonl")
+    crlf = os.path.join(stream.landing, "e.jsonl")
+    with open(crlf, "wb") as fh:  # CRLF, no final newline
+        fh.write(b'{"op":"+I","contract_id":3,"project_id":1,"sign_time":"2024-03-01 00:00:00",'
+                 b'"op_ts":"2024-03-05 10:00:00.000"}\r\n\r\nbroken\r\n'
+                 b'{"op":"-D","contract_id":1,"op_ts":"2024-03-05 11:00:00.000"}')
+    os.utime(crlf, (now, now))
+    summary = stream.run(max_files_per_trigger=2)
+    assert summary == "commits 0..1: landed 5, applied 4, noop 0, stale 0, before_image 0, quarantined 1"
+    rows = stream.changelog_rows()
+    prefix = uri(stream.landing) + "/"
+    assert [(r[0], r[2], r[4], r[8].startswith(prefix), r[9]) for r in rows] == [
+        (0, "+I", 1, True, 1), (0, "+I", 2, True, 1), (1, "+I", 3, True, 1), (1, "-D", 1, True, 4)]
+    assert rows[1][8].endswith("/sub/c.data")
+    assert [(r[2], r[3], r[4]) for r in stream.quarantine_rows()] == [(3, "invalid json", "broken")]
+    logs = stream.log_rows()
+    assert [(r["_commit_id"], r["files"], r["events_landed"]) for r in logs] == [(0, 2, 2), (1, 1, 3)]
+    assert_reconciles(logs)
+
+    # A file whose modification time is weeks older than the files already seen
+    # (e.g. copied with its mtime) is still consumed; so is an empty file.
+    old = now - 40 * 86400
+    stream.land([ev("+U", 2, "2024-03-05 12:00:00.000", 5, "2024-03-01 00:00:00")], name="a_old.jsonl",
+                mtime=old)
+    stream.land([], name="f_empty.jsonl")
+    assert stream.run() == "commit 2: landed 1, applied 1, noop 0, stale 0, before_image 0, quarantined 0"
+    assert [(r[2], r[3], r[4]) for r in stream.changelog_rows()[4:]] == [("-U", 1, 2), ("+U", 5, 2)]
+    # Empty files carry no line: they are consumed but not counted in `files`.
+    assert [(r["_commit_id"], r["files"], r["events_landed"]) for r in stream.log_rows()][2:] == [(2, 1, 1)]
+
+
+def test_replay_of_an_uncommitted_batch_is_identical(stream):
+    stream.land([
+        ev("+I", 1, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00", "1.25"),
+        ev("+I", 2, "2024-03-05 10:00:00.000", 1, "2024-03-02 00:00:00"),
+        "oops",
+    ])
+    assert stream.run().startswith("commit 0:")
+    stream.land([
+        ev("+U", 1, "2024-03-05 11:00:00.000", 2, "2024-03-01 00:00:00", "1.25"),
+        ev("-D", 2, "2024-03-05 11:00:00.000"),
+        ev("+I", 3, "2024-03-05 11:00:00.000", 1, "2024-03-03 00:00:00"),
+        ev("+I", 1, "2024-03-05 09:00:00.000", 9, "2024-03-09 00:00:00"),
+        '{"op":"+I"',
+    ])
+    first = stream.run()
+    assert first == "commit 1: landed 5, applied 3, noop 0, stale 1, before_image 0, quarantined 1"
+    done = stream.snapshot()
+    assert len(done[0]) == 2 + 4
+
+    def crash_before_commit(batch_id):
+        """What a kill -9 after the sink's writes but before Spark's commit leaves."""
+        for name in (str(batch_id), f".{batch_id}.crc"):
+            path = os.path.join(stream.checkpoint, "commits", name)
+            if os.path.exists(path):
+                os.remove(path)
+
+    # Crash after all three tables were written.
+    crash_before_commit(1)
+    assert stream.run() == first
+    assert stream.snapshot() == done
+
+    # Crash after the quarantine and ingest log were written but not the changelog.
+    crash_before_commit(1)
+    stream.spark.sql(f"ALTER TABLE {stream.changelog} DROP PARTITION (_commit_id=1)")
+    assert stream.run() == first
+    assert stream.snapshot() == done
+
+    assert stream.run().startswith("no new commits")
+    assert stream.snapshot() == done
+    assert_reconciles(done[2])
