@@ -1,52 +1,52 @@
 {#-
-  lakerank's commit log: one row per (model, commit) a model has fully applied.
-  A commit id is the id of an upstream commit (for the pipeline: the streaming
-  batch id of stg_contract_changelog). A model's watermark is the last commit
-  it applied; its pending window is (watermark, head of its commit source].
+  lakerank commits. A model's watermark — the last commit it fully applied — is the
+  table property `lakerank.commit_id` of its table, set (one metastore call) only after
+  its data is in place. Commit ids come from the model's `commit_source` (for the
+  pipeline: the streaming batch ids of stg_contract_changelog, whose newest is that
+  table's own `lakerank.commit_id`). A model's pending window is (watermark, head].
 -#}
 
-{% macro commit_log_relation() -%}
-  {{ return(api.Relation.create(schema=target.schema, identifier='lakerank_commits', type='table')) }}
+{% macro commit_property() -%}lakerank.commit_id{%- endmacro %}
+
+
+{% macro watermark(relation) -%}
+  {%- if not execute -%}{{ return(-1) }}{%- endif -%}
+  {{ return(adapter.lakerank_get_property(relation, lakerank.commit_property(), '-1') | int) }}
 {%- endmacro %}
 
 
-{% macro ensure_commit_log() -%}
-  {% call statement('lakerank_ensure_commit_log') -%}
-    create table if not exists {{ lakerank.commit_log_relation() }} (
-      model string, commit_id bigint, committed_at timestamp, detail string
-    ) using parquet
-  {%- endcall %}
-{%- endmacro %}
-
-
-{% macro record_commit(model_name, commit_id, detail='') -%}
+{% macro record_commit(relation, commit_id) -%}
   {% call statement('lakerank_record_commit') -%}
-    insert into {{ lakerank.commit_log_relation() }}
-    select '{{ model_name }}', {{ commit_id }}, current_timestamp(), '{{ detail | replace("'", "") }}'
+    alter table {{ relation }} set tblproperties ('{{ lakerank.commit_property() }}' = '{{ commit_id }}')
   {%- endcall %}
 {%- endmacro %}
 
 
-{#- The model's pending commit window, computed once per invocation and shared by the
-    model's SQL and its materialization. Returns {'from': wm, 'to': head, 'pending': bool}.
-    On --full-refresh the watermark is -1: everything is recomputed from the commit source. -#}
-{% macro commit_window(source_model=none) -%}
+{#- The model's pending commit window {'from', 'to', 'pending'}, computed once per
+    invocation and shared by the model's SQL and its materialization. `consumers`
+    widens `from` to the oldest watermark among those models (for a shared scope).
+    On --full-refresh, or before the table exists, `from` is -1. -#}
+{% macro commit_window(source_model=none, consumers=none) -%}
   {%- set source_model = source_model or config.get('commit_source') -%}
+  {%- set consumers = consumers or config.get('commit_consumers') or [] -%}
   {%- set key = 'window:' ~ invocation_id ~ ':' ~ this -%}
   {%- set cached = adapter.lakerank_memo_get(key) -%}
   {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
   {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false}) }}{%- endif -%}
-  {%- do lakerank.ensure_commit_log() -%}
-  {%- set q -%}
-    select
-      coalesce(max(case when model = '{{ this.identifier }}' then commit_id end), -1) as wm,
-      coalesce(max(case when model = '{{ source_model }}' then commit_id end), -1) as head
-    from {{ lakerank.commit_log_relation() }}
-    where model in ('{{ this.identifier }}', '{{ source_model }}')
-  {%- endset -%}
-  {%- set row = run_query(q).rows[0] -%}
-  {%- set wm = -1 if (should_full_refresh() or load_cached_relation(this) is none) else row['wm'] | int -%}
-  {%- set window = {'from': wm, 'to': row['head'] | int, 'pending': (row['head'] | int) > wm} -%}
+  {%- set source = api.Relation.create(schema=this.schema, identifier=source_model, type='table') -%}
+  {%- set head = lakerank.watermark(source) -%}
+  {%- if should_full_refresh() -%}
+    {%- set wm = -1 -%}
+  {%- elif consumers -%}
+    {%- set marks = [] -%}
+    {%- for name in consumers -%}
+      {%- do marks.append(lakerank.watermark(api.Relation.create(schema=this.schema, identifier=name, type='table'))) -%}
+    {%- endfor -%}
+    {%- set wm = marks | min -%}
+  {%- else -%}
+    {%- set wm = lakerank.watermark(this) -%}
+  {%- endif -%}
+  {%- set window = {'from': wm, 'to': head, 'pending': head > wm} -%}
   {%- do adapter.lakerank_memo_set(key, window) -%}
   {{ return(window) }}
 {%- endmacro %}

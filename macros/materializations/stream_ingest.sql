@@ -3,12 +3,11 @@
   query to completion (trigger availableNow) and write their own table, exactly once,
   through the query's checkpoint. The model returns a summary string. After it ran, the
   newest partition of the model's table (partitioned by `_commit_id`) is recorded in
-  `lakerank_commits`, which is what downstream models use as their commit head.
+  the table property `lakerank.commit_id`: the commit head downstream models read.
 -#}
 {% materialization stream_ingest, default, supported_languages=['python'] %}
   {%- set target_relation = this.incorporate(type='table') -%}
   {{ run_hooks(pre_hooks) }}
-  {% do lakerank.ensure_commit_log() %}
   {% call statement('main', language='python') -%}
 {{ compiled_code }}
 
@@ -20,9 +19,8 @@ lakerank_result = model(dbt, spark)
   {%- for key in parts -%}{%- do ids.append(key.split('=')[1] | int) -%}{%- endfor -%}
   {%- if ids -%}
     {%- set head = ids | max -%}
-    {%- set window = lakerank.commit_window(this.identifier) -%}
-    {%- if head > window['to'] -%}
-      {% do lakerank.record_commit(this.identifier, head, 'stream head') %}
+    {%- if head > lakerank.watermark(target_relation) -%}
+      {% do lakerank.record_commit(target_relation, head) %}
     {%- endif -%}
   {%- endif -%}
   {{ run_hooks(post_hooks) }}

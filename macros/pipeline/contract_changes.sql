@@ -25,63 +25,10 @@
 {%- endmacro %}
 
 
-{#-
-  Scope of a rank rewrite, as SQL: for every project with pending changes,
-  `touched_from` = its earliest touched segment and `rewrite_from` = the segment before
-  that one holding the project's previous live contracts (its zipper version covering
-  `touched_from` lives there). Segment lists come from the accumulation (after this
-  commit) and from its audit log's before images (as it was before the window).
--#}
-{% macro rank_rewrite_scope() -%}
-  {%- set w = lakerank.commit_window() -%}
-  with changes as ({{ lakerank.contract_changes() }}),
-  touched as (
-    select project_id, min(segment_start) as touched_from
-    from changes group by project_id
-  ),
-  lists as (
-    select a.project_id, s.segment_start
-    from {{ ref('int_project_rank_accumulation') }} as a
-    lateral view explode(a.segments) e as s
-    where a.project_bucket in (select distinct {{ lakerank.project_bucket() }} from touched)
-      and a.project_id in (select project_id from touched)
-    union all
-    select a.project_id, s.segment_start
-    from {{ lakerank.audit_log(ref('int_project_rank_accumulation')) }} as a
-    lateral view explode(a.segments) e as s
-    where a._commit_id > {{ w['from'] }} and a._commit_id <= {{ w['to'] }}
-      and a.rowkind in ('-U', '-D')
-    union all
-    select project_id, segment_start from changes
-  ),
-  scope as (
-    select t.project_id, t.touched_from,
-      coalesce(max(case when l.segment_start < t.touched_from then l.segment_start end),
-               t.touched_from) as rewrite_from
-    from touched as t
-    left join lists as l on t.project_id = l.project_id
-    group by t.project_id, t.touched_from
-  )
-{%- endmacro %}
-
-
-{#- Partitions (segment starts) that a rank rewrite replaces: every listed segment of a
-    scoped project from its `rewrite_from` on. Computed once per window. -#}
+{#- Segment partitions a rank rewrite replaces (compile-time list, from the scope table). -#}
 {% macro rank_rewrite_partitions() -%}
-  {%- set w = lakerank.commit_window() -%}
-  {%- set key = 'rank_rewrite:' ~ invocation_id ~ ':' ~ w['from'] ~ ':' ~ w['to'] -%}
-  {%- set cached = adapter.lakerank_memo_get(key) -%}
-  {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
-  {%- set q -%}
-    {{ lakerank.rank_rewrite_scope() }}
-    select distinct cast(l.segment_start as string)
-    from lists as l
-    inner join scope as s on l.project_id = s.project_id
-    where l.segment_start >= s.rewrite_from
-  {%- endset -%}
-  {%- set values = lakerank.query_values(q) -%}
-  {%- if execute -%}{%- do adapter.lakerank_memo_set(key, values) -%}{%- endif -%}
-  {{ return(values) }}
+  {{ return(lakerank.query_values(
+      "select distinct cast(segment_start as string) from " ~ ref('int_contract_rank_scope'))) }}
 {%- endmacro %}
 
 

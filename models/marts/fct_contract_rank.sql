@@ -15,7 +15,15 @@
 {%- set rewrite = lakerank.rank_rewrite_partitions() -%}
 {%- do lakerank.declare_partitions(rewrite) -%}
 
-{{ lakerank.rank_rewrite_scope() }},
+with
+
+scope as (
+    select distinct
+        project_id,
+        touched_from,
+        rewrite_from
+    from {{ ref('int_contract_rank_scope') }}
+),
 
 prior as (
     select * from {{ lakerank.prior_rows('segment_start', rewrite) }}

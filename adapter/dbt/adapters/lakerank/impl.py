@@ -8,6 +8,7 @@ from dbt.adapters.base import available
 from dbt.adapters.base.impl import PythonJobHelper
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.connections import LakerankConnectionManager, resolve_home
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
@@ -106,3 +107,75 @@ class LakerankAdapter(SparkAdapter):
             return self.get_relation(relation.database, relation.schema, relation.identifier) is not None
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         return bool(catalog.tableExists(relation.schema, relation.identifier))
+
+    # -- commits: table properties and partition swaps through the metastore --------------
+    @available
+    def lakerank_get_property(self, relation, key: str, default: str = "") -> str:
+        """A table property (lakerank keeps commit watermarks there); ``default`` if absent."""
+        spark = self._session()
+        if spark is None:
+            rows = self.execute(f"show tblproperties {relation}", fetch=True)[1]
+            for row in rows:
+                if row[0] == key:
+                    return str(row[1])
+            return default
+        catalog = spark._jsparkSession.sharedState().externalCatalog()
+        if not catalog.tableExists(relation.schema, relation.identifier):
+            return default
+        props = catalog.getTable(relation.schema, relation.identifier).properties()
+        value = props.get(key)
+        return str(value.get()) if value.isDefined() else default
+
+    @available
+    def lakerank_swap_partitions(self, target, stage, partition_by: str, declared) -> Dict[str, int]:
+        """Point ``target``'s declared partitions at ``stage``'s directories.
+
+        Three metastore calls, each one transaction: alter (replace) the partitions that
+        exist in both, create the new ones, drop declared ones the stage left empty.
+        Returns the superseded locations under ``/_v/`` so the caller can delete them.
+        """
+        spark = self._session()
+        jvm = spark._jvm
+        catalog = spark._jsparkSession.sharedState().externalCatalog()
+        none = jvm.scala.Option.empty()
+        conv = jvm.scala.jdk.javaapi.CollectionConverters
+
+        def listing(rel):
+            parts = {}
+            it = catalog.listPartitions(rel.schema, rel.identifier, none).iterator()
+            while it.hasNext():
+                p = it.next()
+                parts[str(p.spec().apply(partition_by))] = p
+            return parts
+
+        new_parts, old_parts = listing(stage), listing(target)
+        declared = [str(v) for v in declared]
+        undeclared = sorted(set(new_parts) - set(declared))
+        if undeclared:
+            raise DbtRuntimeError(f"{target} wrote undeclared partitions: {undeclared[:5]}")
+
+        def seq(items):
+            arr = jvm.java.util.ArrayList()
+            for item in items:
+                arr.add(item)
+            return conv.asScala(arr).toSeq()
+
+        replace = [new_parts[v] for v in declared if v in new_parts and v in old_parts]
+        create = [new_parts[v] for v in declared if v in new_parts and v not in old_parts]
+        drop = [old_parts[v].spec() for v in declared if v not in new_parts and v in old_parts]
+        superseded = [
+            str(jvm.org.apache.hadoop.fs.Path(old_parts[v].location()).toString())
+            for v in declared if v in old_parts
+        ]
+        if replace:
+            catalog.alterPartitions(target.schema, target.identifier, seq(replace))
+        if create:
+            catalog.createPartitions(target.schema, target.identifier, seq(create), False)
+        if drop:
+            catalog.dropPartitions(target.schema, target.identifier, seq(drop), True, False, True)
+        spark.catalog.refreshTable(f"{target.schema}.{target.identifier}")
+        fresh = {str(jvm.org.apache.hadoop.fs.Path(p.location()).toString()) for p in listing(target).values()}
+        for loc in superseded:
+            if "/_v/" in loc and loc not in fresh:
+                self.lakerank_delete_path(loc)
+        return {"replaced": len(replace), "created": len(create), "dropped": len(drop)}

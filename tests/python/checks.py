@@ -1,0 +1,110 @@
+"""Assertions comparing lakerank's tables with the independent oracle (tests/python/cdc.py)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pandas as pd
+
+TS = "%Y-%m-%d %H:%M:%S"
+OPEN_END = "9999-12-31 23:59:59"
+RANK_COLS = ["project_id", "contract_id", "sign_time", "segment_start", "mem_rn", "base_max_rn", "asc_rn", "amount"]
+
+
+def _amount(v):
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return None
+    return str(Decimal(str(v)).quantize(Decimal("0.01")))
+
+
+def _rows(df: pd.DataFrame, cols) -> list[tuple]:
+    out = []
+    for rec in df[cols].itertuples(index=False):
+        out.append(tuple(_amount(v) if c == "amount" else (None if pd.isna(v) else v) for c, v in zip(cols, rec)))
+    return sorted(out, key=repr)
+
+
+def expected_ranks(oracle, rank_function: str) -> pd.DataFrame:
+    ranks = oracle.ranks(rank_function)
+    live = oracle.live()[["contract_id", "amount"]]
+    df = ranks.merge(live, on="contract_id", how="left")
+    df["sign_time"] = df["sign_time"].dt.strftime(TS)
+    return df
+
+
+def assert_fct_exact(lr, oracle, rank_function: str) -> pd.DataFrame:
+    fct = lr.table("fct_contract_rank")
+    exp = expected_ranks(oracle, rank_function)
+    got = _rows(fct, ["project_id", "contract_id", "sign_time", "asc_rn", "amount"])
+    want = _rows(exp, ["project_id", "contract_id", "sign_time", "asc_rn", "amount"])
+    if got != want:
+        g, w = set(got), set(want)
+        raise AssertionError(
+            f"fct_contract_rank != oracle ({rank_function}): {len(g - w)} unexpected, {len(w - g)} missing;"
+            f" e.g. unexpected {sorted(g - w, key=repr)[:5]} missing {sorted(w - g, key=repr)[:5]}"
+        )
+    # internal consistency of the seed's decomposition
+    assert (fct["asc_rn"] == fct["mem_rn"] + fct["base_max_rn"]).all()
+    seg = pd.to_datetime(fct["sign_time"]).apply(lambda t: oracle.segment_start(t)).dt.strftime(TS)
+    assert (seg == fct["segment_start"]).all(), "segment_start is not the floor of sign_time"
+    assert (fct["mem_rn"] >= 1).all() and (fct["base_max_rn"] >= 0).all()
+    return fct
+
+
+def assert_zipper_exact(lr, oracle, rank_function: str) -> None:
+    got = lr.table("dim_project_rank_version")
+    exp = oracle.expected_zipper(rank_function)
+    exp = exp.assign(
+        ver_start=pd.to_datetime(exp["ver_start"]).dt.strftime(TS),
+        ver_end=[OPEN_END if pd.isna(v) else pd.Timestamp(v).strftime(TS) for v in exp["ver_end"]],
+    )
+    cols = ["project_id", "ver_start", "ver_end", "base_max_rn"]
+    g, w = _rows(got, cols), _rows(exp, cols)
+    if g != w:
+        gs, ws = set(g), set(w)
+        raise AssertionError(
+            f"zipper != oracle ({rank_function}): unexpected {sorted(gs - ws, key=repr)[:5]} missing {sorted(ws - gs, key=repr)[:5]}"
+        )
+
+
+def replay_changelog(changelog: pd.DataFrame) -> pd.DataFrame:
+    """Apply a retract changelog in _commit_id order, retractions before additions."""
+    state: dict = {}
+    for _, commit in changelog.sort_values("_commit_id", kind="stable").groupby("_commit_id", sort=True):
+        for rec in commit[commit["rowkind"].isin(["-U", "-D"])].to_dict("records"):
+            assert state.get(rec["contract_id"]) is not None, f"retraction of a row not present: {rec}"
+            old = state.pop(rec["contract_id"])
+            assert old == {c: rec[c] for c in RANK_COLS}, f"retraction does not match the row it retracts: {rec} vs {old}"
+        for rec in commit[commit["rowkind"].isin(["+I", "+U"])].to_dict("records"):
+            assert rec["contract_id"] not in state, f"addition over a live row: {rec}"
+            state[rec["contract_id"]] = {c: rec[c] for c in RANK_COLS}
+    return pd.DataFrame(list(state.values()), columns=RANK_COLS)
+
+
+def assert_changelog_replays(lr, fct: pd.DataFrame) -> pd.DataFrame:
+    changelog = lr.table("fct_contract_rank_changelog")
+    replayed = replay_changelog(changelog)
+    assert _rows(replayed, RANK_COLS) == _rows(fct, RANK_COLS), "changelog replay != fct_contract_rank"
+    kinds = set(changelog["rowkind"])
+    assert kinds <= {"+I", "-U", "+U", "-D"}
+    # -U and +U come in pairs per (commit, contract)
+    pairs = changelog[changelog["rowkind"].isin(["-U", "+U"])].groupby(["_commit_id", "contract_id"])["rowkind"].apply(sorted)
+    assert all(p == ["+U", "-U"] for p in pairs), "unpaired -U/+U in the changelog"
+    return changelog
+
+
+def assert_counts(lr, oracle) -> None:
+    log = lr.table("stg_contract_ingest_log")
+    got = {k: int(log[k].sum()) for k in ["events_landed", "applied", "noop", "stale", "before_image", "quarantined"]}
+    assert got == oracle.counts(), f"ingest counts {got} != oracle {oracle.counts()}"
+    assert got["events_landed"] == sum(v for k, v in got.items() if k != "events_landed")
+    quarantine = lr.table("stg_contract_quarantine")
+    assert len(quarantine) == got["quarantined"]
+    assert quarantine["raw_line"].notna().all() and quarantine["reason"].str.len().gt(0).all()
+
+
+def assert_all_exact(lr, oracle, rank_function: str) -> None:
+    fct = assert_fct_exact(lr, oracle, rank_function)
+    assert_zipper_exact(lr, oracle, rank_function)
+    assert_changelog_replays(lr, fct)
+    assert_counts(lr, oracle)

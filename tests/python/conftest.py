@@ -1,0 +1,87 @@
+"""Shared fixtures: real dbt invocations (dbtRunner, in-process) on a real embedded
+SparkSession, one LAKERANK_HOME per test under pytest's tmp_path. One JVM serves the
+whole session; switching homes restarts the SparkSession on the new home's metastore."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pandas as pd
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+for p in (str(HERE), str(ROOT)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import cdc  # noqa: E402
+
+SCHEMA = "lakerank"
+
+
+class Lakerank:
+    """A lakerank project run against one LAKERANK_HOME."""
+
+    def __init__(self, runner, home: pathlib.Path):
+        self.runner = runner
+        self.home = home
+        self.landed = 0
+
+    @property
+    def landing(self) -> pathlib.Path:
+        return self.home / "landing" / "contracts"
+
+    def land(self, lines, stream: str = "contracts") -> str:
+        path = cdc.write_batch(self.home / "landing" / stream, self.landed, lines)
+        self.landed += 1
+        return path
+
+    def dbt(self, *args, vars: dict | None = None, expect_success: bool = True):
+        os.environ["LAKERANK_HOME"] = str(self.home)
+        cli = [*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")]
+        if vars:
+            import json
+
+            cli += ["--vars", json.dumps(vars)]
+        result = self.runner.invoke(cli)
+        if expect_success and not result.success:
+            failed = [
+                f"{r.node.name}: {r.message}" for r in (result.result or []) if r.status in ("error", "fail")
+            ]
+            raise AssertionError(f"dbt {' '.join(args)} failed: {failed or result.exception}")
+        return result
+
+    def spark(self):
+        from pyspark.sql import SparkSession
+
+        return SparkSession.builder.getOrCreate()
+
+    def table(self, name: str, where: str = "") -> pd.DataFrame:
+        """A table as pandas, timestamps rendered as business-time strings."""
+        spark = self.spark()
+        df = spark.table(f"{SCHEMA}.{name}")
+        cols = []
+        for field in df.schema.fields:
+            if field.dataType.typeName() == "timestamp":
+                cols.append(f"date_format({field.name}, 'yyyy-MM-dd HH:mm:ss') as {field.name}")
+            elif field.dataType.typeName() == "decimal":
+                cols.append(f"cast({field.name} as string) as {field.name}")
+            else:
+                cols.append(field.name)
+        q = f"select {', '.join(cols)} from {SCHEMA}.{name} {('where ' + where) if where else ''}"
+        return spark.sql(q).toPandas()
+
+
+@pytest.fixture(scope="session")
+def runner():
+    from dbt.cli.main import dbtRunner
+
+    return dbtRunner()
+
+
+@pytest.fixture
+def lakerank(runner, tmp_path) -> Lakerank:
+    return Lakerank(runner, tmp_path / "home")
