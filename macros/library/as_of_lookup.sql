@@ -13,3 +13,9 @@
     and v.ver_start < l.{{ time_col }}
     and v.ver_end >= l.{{ time_col }}
 {%- endmacro %}
+
+
+{#- The end of an open (current) version in lakerank's zipper tables. -#}
+{% macro open_version_end() -%}
+  timestamp '9999-12-31 23:59:59'
+{%- endmacro %}

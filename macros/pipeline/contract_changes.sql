@@ -20,13 +20,25 @@
 
 {#- Segment partitions touched by the pending changes (compile-time list). -#}
 {% macro touched_segments() -%}
+  {%- if not lakerank.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
   {{ return(lakerank.query_values(
       "select distinct cast(segment_start as string) from (" ~ lakerank.contract_changes() ~ ")")) }}
 {%- endmacro %}
 
 
+{#- Project buckets touched by the pending changes (compile-time list). -#}
+{% macro touched_buckets() -%}
+  {%- if not lakerank.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
+  {{ return(lakerank.query_values(
+      "select distinct cast(" ~ lakerank.project_bucket() ~ " as string) from ("
+      ~ lakerank.contract_changes() ~ ")")) }}
+{%- endmacro %}
+
+
 {#- Segment partitions a rank rewrite replaces (compile-time list, from the scope table). -#}
 {% macro rank_rewrite_partitions() -%}
+  {%- set scope = ref('int_contract_rank_scope') -%}
+  {%- if not execute or not adapter.lakerank_table_exists(scope) -%}{{ return([]) }}{%- endif -%}
   {{ return(lakerank.query_values(
       "select distinct cast(segment_start as string) from " ~ ref('int_contract_rank_scope'))) }}
 {%- endmacro %}

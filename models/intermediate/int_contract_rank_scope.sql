@@ -93,4 +93,4 @@ from bounds
 inner join project_segments
     on
         bounds.project_id = project_segments.project_id
-        and project_segments.segment_start >= bounds.rewrite_from
+        and bounds.rewrite_from <= project_segments.segment_start

@@ -15,7 +15,7 @@ changes as (
     {{ lakerank.contract_changes() }}
 ),
 
-prior as (
+existing as (
     select * from {{ lakerank.prior_rows('segment_start', touched) }}
 ),
 
@@ -28,19 +28,19 @@ latest_change as (
                 partition by contract_id order by _commit_id desc, _seq desc
             ) as change_order
         from changes
-    )
+    ) as ordered_changes
     where change_order = 1
 ),
 
 live as (
     select
-        prior.project_id,
-        prior.contract_id,
-        prior.sign_time,
-        prior.amount,
-        prior.segment_start
-    from prior
-    left anti join changes on prior.contract_id = changes.contract_id
+        existing.project_id,
+        existing.contract_id,
+        existing.sign_time,
+        existing.amount,
+        existing.segment_start
+    from existing
+    left anti join changes on existing.contract_id = changes.contract_id
     union all
     select
         project_id,

@@ -10,9 +10,7 @@
     changelog=true,
     commit_source='stg_contract_changelog',
 ) }}
-{%- set touched_buckets = lakerank.query_values(
-    "select distinct cast(" ~ lakerank.project_bucket() ~ " as string) from ("
-    ~ lakerank.contract_changes() ~ ")") -%}
+{%- set touched_buckets = lakerank.touched_buckets() -%}
 {%- set touched_segments = lakerank.touched_segments() -%}
 {%- do lakerank.declare_partitions(touched_buckets) -%}
 
@@ -22,7 +20,7 @@ changes as (
     {{ lakerank.contract_changes() }}
 ),
 
-prior as (
+existing as (
     select * from {{ lakerank.prior_rows('project_bucket', touched_buckets) }}
 ),
 
@@ -50,13 +48,13 @@ slice_totals as (
 
 prior_entries as (
     select
-        prior.project_id,
+        existing.project_id,
         entry.segment_start,
         entry.positions,
         entry.max_sign_time
-    from prior
-    lateral view explode(prior.segments) exploded as entry
-    where prior.project_id in (select project_id from touched_slices)
+    from existing
+    lateral view explode(existing.segments) exploded as entry
+    where existing.project_id in (select project_id from touched_slices)
 ),
 
 kept_entries as (
@@ -85,9 +83,9 @@ recomputed as (
 ),
 
 untouched as (
-    select prior.*
-    from prior
-    left anti join touched_slices on prior.project_id = touched_slices.project_id
+    select existing.*
+    from existing
+    left anti join touched_slices on existing.project_id = touched_slices.project_id
 )
 
 select

@@ -22,7 +22,7 @@ scope as (
     from {{ ref('int_contract_rank_scope') }}
 ),
 
-prior as (
+existing as (
     select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
 ),
 
@@ -48,14 +48,14 @@ versions as (
     select
         points.project_id,
         points.ver_start,
+        points.segment_start,
+        segment_bases.base_positions + points.positions_through as base_max_rn,
         coalesce(
             lead(points.ver_start) over (
                 partition by points.project_id order by points.ver_start
             ),
-            timestamp'9999-12-31 23:59:59'
-        ) as ver_end,
-        segment_bases.base_positions + points.positions_through as base_max_rn,
-        points.segment_start
+            {{ lakerank.open_version_end() }}
+        ) as ver_end
     from points
     inner join segment_bases
         on
@@ -64,12 +64,12 @@ versions as (
 ),
 
 kept as (
-    select prior.*
-    from prior
+    select existing.*
+    from existing
     left anti join scope
         on
-            prior.project_id = scope.project_id
-            and prior.segment_start >= scope.rewrite_from
+            existing.project_id = scope.project_id
+            and existing.segment_start >= scope.rewrite_from
 )
 
 select

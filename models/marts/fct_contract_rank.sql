@@ -25,7 +25,7 @@ scope as (
     from {{ ref('int_contract_rank_scope') }}
 ),
 
-prior as (
+existing as (
     select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
 ),
 
@@ -43,7 +43,7 @@ zipper as (
     from {{ ref('dim_project_rank_version') }} as zipper
     where
         {{ lakerank.partition_filter('zipper.segment_start', rewrite) }}
-        and zipper.project_id in (select project_id from scope)
+        and zipper.project_id in (select scope.project_id from scope)
 ),
 
 slice_bases as (
@@ -70,12 +70,12 @@ ranked as (
 ),
 
 kept as (
-    select prior.*
-    from prior
+    select existing.*
+    from existing
     left anti join scope
         on
-            prior.project_id = scope.project_id
-            and prior.segment_start >= scope.touched_from
+            existing.project_id = scope.project_id
+            and existing.segment_start >= scope.touched_from
 )
 
 select * from kept

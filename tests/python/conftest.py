@@ -85,3 +85,9 @@ def runner():
 @pytest.fixture
 def lakerank(runner, tmp_path) -> Lakerank:
     return Lakerank(runner, tmp_path / "home")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Never let an empty run pass: no tests collected is a failure."""
+    if session.testscollected == 0:
+        session.exitstatus = 1

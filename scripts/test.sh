@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# lakerank's test command (README, CI): sqlfluff lint, then pytest driving real dbt builds.
+# pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/lint.sh || exit 1
+python3 -m pytest "$@"
+rc=$?
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests: failing" >&2
+  exit 1
+fi
+exit "$rc"
