@@ -44,13 +44,13 @@ listed_segments as (
         accumulation.project_id,
         entry.segment_start
     from accumulation
-    lateral view explode(accumulation.segments) exploded as entry
+        lateral view explode(accumulation.segments) exploded as entry
     union all
     select
         before_images.project_id,
         entry.segment_start
     from before_images
-    lateral view explode(before_images.segments) exploded as entry
+        lateral view explode(before_images.segments) exploded as entry
     union all
     select
         project_id,

@@ -53,8 +53,8 @@ prior_entries as (
         entry.positions,
         entry.max_sign_time
     from existing
-    lateral view explode(existing.segments) exploded as entry
-    where existing.project_id in (select project_id from touched_slices)
+        lateral view explode(existing.segments) exploded as entry
+    where existing.project_id in (select touched_slices.project_id from touched_slices)
 ),
 
 kept_entries as (
