@@ -229,17 +229,28 @@ def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
         F.col("_metadata.file_path").alias("file"),
         F.split(F.col("value"), "\n").alias("lines"),
     )
-    # Element 0 is the file's marker, element k the file's line k.
-    lines = files.select(
-        "file",
-        F.size(F.filter("lines", lambda l: ~l.rlike(r"^\s*$"))).cast("bigint").alias("n_events"),
-        F.posexplode(F.concat(F.array(F.lit(None).cast("string")), F.col("lines"))).alias("pos", "text"),
-    ).select(
-        "file",
-        "n_events",
-        F.col("pos").cast("bigint").alias("line"),
-        F.regexp_replace("text", "\r$", "").alias("text"),
-    ).where((F.col("line") == 0) | ~F.col("text").rlike(r"^\s*$"))
+    # Row 0 of a file is its marker (with the file's count of non-blank
+    # lines), row k its line k. Everything is computed inside the one
+    # generator expression: a column computed from the whole file next to
+    # the exploded rows would be evaluated (or copied) once per line, which
+    # is quadratic in the file's size.
+    blank = r"^\s*$"
+    numbered = F.concat(
+        F.array(F.struct(
+            F.lit(0).cast("bigint").alias("line"),
+            F.lit(None).cast("string").alias("text"),
+            F.size(F.filter("lines", lambda l: ~l.rlike(blank))).cast("bigint").alias("n_events"),
+        )),
+        F.transform("lines", lambda l, i: F.struct(
+            (i + 1).cast("bigint").alias("line"),
+            F.regexp_replace(l, "\r$", "").alias("text"),
+            F.lit(0).cast("bigint").alias("n_events"),
+        )),
+    )
+    lines = (
+        files.select("file", F.inline(numbered))
+        .where((F.col("line") == 0) | ~F.col("text").rlike(blank))
+    )
 
     j = F.from_json("text", _JSON_SCHEMA, {"columnNameOfCorruptRecord": "_corrupt_record"})
     parsed = lines.select("file", "n_events", "line", "text", j.alias("j"))
