@@ -21,7 +21,7 @@ One JSON object a line: ``op`` (``+I``, ``+U``, ``-U``, ``-D``),
 ``op_ts`` (``yyyy-MM-dd HH:mm:ss.SSS`` or ``yyyy-MM-dd HH:mm:ss``).
 Any file name is accepted; files and folders whose name starts with ``.`` or
 ``_`` are ignored (Spark's rule), sub-folders are read. Lines are split on
-``\\n`` (a trailing ``\\r`` is dropped); ``_source_line`` is the 1-based
+``\\n`` (a trailing ``\\r`` and a leading byte-order mark are dropped); ``_source_line`` is the 1-based
 physical line number. Blank or whitespace-only lines are not events: they
 are skipped and not counted anywhere. A file is consumed once, by path: a
 file rewritten in place under the same name is not read again.
@@ -32,8 +32,8 @@ Events are totally ordered by ``(op_ts, file, line)``. State per contract:
 the order key of the last applied event, a live flag and the current image
 ``(project_id, sign_time, amount)``. Each event, in order:
 
+* ``-U`` -> ``before_image``, whatever its order (nothing changes, state not advanced);
 * order key <= state's order key -> ``stale`` (nothing changes);
-* ``-U`` -> ``before_image`` (nothing changes, state not advanced);
 * ``+I``/``+U``: live with the same image -> ``noop`` (order key advanced);
   live with another image -> emit ``-U`` old, ``+U`` new, ``applied``;
   not live -> emit ``+I`` new, ``applied``;
@@ -106,16 +106,19 @@ _JSON_SCHEMA = (
 _AMOUNT_SCHEMA = "amount DECIMAL(38,10)"
 
 # Rows of the state function's output.
+# kind: a changelog row ('+I', '-U', '+U', '-D'; n orders -U before +U), an
+# event's outcome (one of _OUTCOMES), or 'file' (a file's marker; n = its
+# count of non-blank lines).
 _STATE_OUT_SCHEMA = (
-    "rtype STRING, outcome STRING, rowkind STRING, contract_id BIGINT, project_id BIGINT, "
-    "sign_us BIGINT, amount STRING, op_ts_us BIGINT, file STRING, line BIGINT, sub INT, "
-    "reason STRING, raw STRING, n_events BIGINT"
+    "kind STRING, contract_id BIGINT, project_id BIGINT, sign_us BIGINT, amount STRING, "
+    "op_ts_us BIGINT, file STRING, line BIGINT, n BIGINT, reason STRING, raw STRING"
 )
 _STATE_SCHEMA = (
     "op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, project_id BIGINT, "
     "sign_us BIGINT, amount STRING"
 )
 _OUTCOMES = ("applied", "noop", "stale", "before_image", "quarantined")
+_ROWKINDS = ("+I", "-U", "+U", "-D")
 
 
 def landing_path(home: str, stream: str = "contracts") -> str:
@@ -243,7 +246,7 @@ def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
         )),
         F.transform("lines", lambda l, i: F.struct(
             (i + 1).cast("bigint").alias("line"),
-            F.regexp_replace(l, "\r$", "").alias("text"),
+            F.regexp_replace(l, "^\ufeff|\r$", "").alias("text"),  # BOM, CR of CRLF
             F.lit(0).cast("bigint").alias("n_events"),
         )),
     )
@@ -297,8 +300,8 @@ def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
     with_reason = parsed.withColumn("reason", F.when(~marker, reason))
     valid = ~marker & F.col("reason").isNull()
     return with_reason.select(
-        # Key: the contract; markers and lines without a usable contract_id go to the null key.
-        F.when(~marker, contract_id).alias("k"),
+        # Key: the contract; markers and quarantined lines go to the null key.
+        F.when(valid, contract_id).alias("k"),
         F.when(marker, F.lit("F")).when(valid, F.lit("E")).otherwise(F.lit("Q")).alias("rtype"),
         F.when(valid, op).alias("op"),
         "reason",
@@ -319,115 +322,91 @@ def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
 
 def _make_state_function():
     """The ``applyInPandasWithState`` function. Built as a closure so that it
-    is pickled by value: executors need not import this package."""
+    is pickled by value: executors need not import this package.
+
+    Plain Python over column lists: applyInPandasWithState calls it once per
+    contract per batch, so pandas operations per call would dominate."""
+
+    in_cols = ("rtype", "op", "reason", "raw", "project_id", "sign_us", "amount",
+               "op_ts_us", "file", "line", "n_events")
+    out_cols = ("kind", "contract_id", "project_id", "sign_us", "amount", "op_ts_us",
+                "file", "line", "n", "reason", "raw")
 
     def apply_events(key, pdfs, state):
         import pandas as pd
 
-        frames = [f for f in pdfs if len(f)]
-        out = {name: [] for name in (
-            "rtype", "outcome", "rowkind", "contract_id", "project_id", "sign_us", "amount",
-            "op_ts_us", "file", "line", "sub", "reason", "raw", "n_events")}
-
-        def emit(rtype, outcome=None, rowkind=None, contract_id=0, project_id=0, sign_us=0,
-                 amount=None, op_ts_us=0, file=None, line=0, sub=0, reason=None, raw=None,
-                 n_events=0):
-            out["rtype"].append(rtype)
-            out["outcome"].append(outcome)
-            out["rowkind"].append(rowkind)
-            out["contract_id"].append(contract_id)
-            out["project_id"].append(project_id)
-            out["sign_us"].append(sign_us)
-            out["amount"].append(amount)
-            out["op_ts_us"].append(op_ts_us)
-            out["file"].append(file)
-            out["line"].append(line)
-            out["sub"].append(sub)
-            out["reason"].append(reason)
-            out["raw"].append(raw)
-            out["n_events"].append(n_events)
-
-        if not frames:
-            return
-        pdf = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-
-        passthrough = pdf[pdf["rtype"] != "E"]
-        for rtype, reason, raw, file, line, n_events in zip(
-                passthrough["rtype"].tolist(), passthrough["reason"].tolist(),
-                passthrough["raw"].tolist(), passthrough["file"].tolist(),
-                passthrough["line"].tolist(), passthrough["n_events"].tolist()):
-            if rtype == "F":
-                emit("F", file=file, n_events=int(n_events))
-            else:
-                emit("O", outcome="quarantined", file=file, line=int(line), reason=reason, raw=raw)
-
-        events = pdf[pdf["rtype"] == "E"]
-        if len(events):
-            contract_id = key[0]
-            if contract_id is None or contract_id != contract_id:
-                raise RuntimeError("valid event without a contract_id")
-            contract_id = int(contract_id)
-            events = events.sort_values(["op_ts_us", "file", "line"], kind="mergesort")
-            if state.exists:
-                s = state.get
-                last = (int(s[0]), s[1], int(s[2]))
-                live = bool(s[3])
-                image = (int(s[4]), int(s[5]), s[6]) if live else None
-            else:
-                last, live, image = None, False, None
-            for op, pid, sign_us, amount, op_ts_us, file, line in zip(
-                    events["op"].tolist(), events["project_id"].tolist(),
-                    events["sign_us"].tolist(), events["amount"].tolist(),
-                    events["op_ts_us"].tolist(), events["file"].tolist(),
-                    events["line"].tolist()):
-                order = (int(op_ts_us), file, int(line))
-                amount = None if amount is None or amount != amount else str(amount)
-                at = dict(contract_id=contract_id, op_ts_us=order[0], file=file, line=order[2])
-                if last is not None and order <= last:
-                    emit("O", outcome="stale", **at)
-                    continue
-                if op == "-U":
-                    emit("O", outcome="before_image", **at)
-                    continue
-                if op in ("+I", "+U"):
-                    new = (int(pid), int(sign_us), amount)
-                    if live and image == new:
-                        outcome = "noop"
-                    elif live:
-                        emit("C", rowkind="-U", project_id=image[0], sign_us=image[1],
-                             amount=image[2], sub=0, **at)
-                        emit("C", rowkind="+U", project_id=new[0], sign_us=new[1],
-                             amount=new[2], sub=1, **at)
-                        outcome = "applied"
-                    else:
-                        emit("C", rowkind="+I", project_id=new[0], sign_us=new[1],
-                             amount=new[2], sub=0, **at)
-                        outcome = "applied"
-                    live, image = True, new
-                elif op == "-D":
-                    if live:
-                        emit("C", rowkind="-D", project_id=image[0], sign_us=image[1],
-                             amount=image[2], sub=0, **at)
-                        outcome = "applied"
-                    else:
-                        outcome = "noop"
-                    live, image = False, None
-                else:  # validated upstream
-                    raise RuntimeError(f"unexpected op {op!r}")
-                last = order
-                emit("O", outcome=outcome, **at)
-            if last is not None:
-                if live:
-                    state.update((last[0], last[1], last[2], True, image[0], image[1], image[2]))
+        events = []
+        for pdf in pdfs:
+            if not len(pdf):
+                continue
+            passthrough = []
+            for (rtype, op, reason, raw, pid, sign_us, amount, op_ts_us, file, line,
+                 n_events) in zip(*[pdf[c].tolist() for c in in_cols]):
+                if rtype == "E":
+                    if amount is not None and amount != amount:  # NaN: pandas' null
+                        amount = None
+                    events.append((int(op_ts_us), file, int(line), op, int(pid), int(sign_us), amount))
+                elif rtype == "F":
+                    passthrough.append(("file", 0, 0, 0, None, 0, file, 0, int(n_events), None, None))
                 else:
-                    state.update((last[0], last[1], last[2], False, None, None, None))
+                    passthrough.append(("quarantined", 0, 0, 0, None, 0, file, int(line), 0, reason, raw))
+            if passthrough:
+                yield pd.DataFrame(passthrough, columns=out_cols)
+        if not events:
+            return
 
-        if out["rtype"]:
-            frame = pd.DataFrame(out)
-            for name in ("contract_id", "project_id", "sign_us", "op_ts_us", "line", "n_events"):
-                frame[name] = frame[name].astype("int64")
-            frame["sub"] = frame["sub"].astype("int32")
-            yield frame
+        contract_id = key[0]
+        if contract_id is None or contract_id != contract_id:
+            raise RuntimeError("valid event without a contract_id")
+        contract_id = int(contract_id)
+        # (op_ts, file, line) is unique per event: a total, deterministic order.
+        events.sort(key=lambda e: e[:3])
+        if state.exists:
+            s = state.get
+            last = (int(s[0]), s[1], int(s[2]))
+            live = bool(s[3])
+            image = (int(s[4]), int(s[5]), s[6]) if live else None
+        else:
+            last, live, image = None, False, None
+
+        rows = []
+        for op_ts_us, file, line, op, pid, sign_us, amount in events:
+            order = (op_ts_us, file, line)
+            if op == "-U":  # a before image never changes state, whatever its order
+                rows.append(("before_image", contract_id, 0, 0, None, op_ts_us, file, line, 0, None, None))
+                continue
+            if last is not None and order <= last:
+                rows.append(("stale", contract_id, 0, 0, None, op_ts_us, file, line, 0, None, None))
+                continue
+            if op == "+I" or op == "+U":
+                new = (pid, sign_us, amount)
+                if live and image == new:
+                    outcome = "noop"
+                elif live:
+                    rows.append(("-U", contract_id, image[0], image[1], image[2], op_ts_us, file, line, 0, None, None))
+                    rows.append(("+U", contract_id, new[0], new[1], new[2], op_ts_us, file, line, 1, None, None))
+                    outcome = "applied"
+                else:
+                    rows.append(("+I", contract_id, new[0], new[1], new[2], op_ts_us, file, line, 0, None, None))
+                    outcome = "applied"
+                live, image = True, new
+            elif op == "-D":
+                if live:
+                    rows.append(("-D", contract_id, image[0], image[1], image[2], op_ts_us, file, line, 0, None, None))
+                    outcome = "applied"
+                else:
+                    outcome = "noop"  # a tombstone: the order key still advances
+                live, image = False, None
+            else:  # validated upstream
+                raise RuntimeError(f"unexpected op {op!r}")
+            last = order
+            rows.append((outcome, contract_id, 0, 0, None, op_ts_us, file, line, 0, None, None))
+        if last is not None:
+            if live:
+                state.update((last[0], last[1], last[2], True, image[0], image[1], image[2]))
+            else:
+                state.update((last[0], last[1], last[2], False, None, None, None))
+        yield pd.DataFrame(rows, columns=out_cols)
 
     return apply_events
 
@@ -473,12 +452,13 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
         commit_id = int(batch_id)
         batch_df.persist()
         try:
-            is_o = F.col("rtype") == "O"
+            kind = F.col("kind")
+            is_change = kind.isin(*_ROWKINDS)
             agg = batch_df.agg(
-                F.count(F.when(F.col("rtype") == "F", 1)).alias("files"),
-                F.coalesce(F.sum("n_events"), F.lit(0)).alias("events_landed"),
-                *[F.count(F.when(is_o & (F.col("outcome") == o), 1)).alias(o) for o in _OUTCOMES],
-                F.count(F.when(F.col("rtype") == "C", 1)).alias("changes"),
+                F.count(F.when(kind == "file", 1)).alias("files"),
+                F.coalesce(F.sum(F.when(kind == "file", F.col("n"))), F.lit(0)).alias("events_landed"),
+                *[F.count(F.when(kind == o, 1)).alias(o) for o in _OUTCOMES],
+                F.count(F.when(is_change, 1)).alias("changes"),
                 F.max("batch_us").alias("batch_us"),
             ).collect()[0]
             stats = {name: int(agg[name]) for name in
@@ -499,7 +479,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
 
             if stats["quarantined"]:
                 quarantine = (
-                    batch_df.where(is_o & (F.col("outcome") == "quarantined"))
+                    batch_df.where(kind == "quarantined")
                     .select(
                         F.col("reason"),
                         F.col("raw").alias("raw_line"),
@@ -519,11 +499,11 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
             _publish_partition(spark, ingest_log_table, locations["ingest_log"], commit_id, log)
 
             if stats["changes"]:
-                order = Window.orderBy("op_ts_us", "file", "line", "sub")
+                order = Window.orderBy("op_ts_us", "file", "line", "n")
                 changelog = (
-                    batch_df.where(F.col("rtype") == "C")
+                    batch_df.where(is_change)
                     .select(
-                        F.col("rowkind"),
+                        kind.alias("rowkind"),
                         F.col("project_id"),
                         F.col("contract_id"),
                         F.timestamp_micros("sign_us").alias("sign_time"),

@@ -310,8 +310,8 @@ def test_file_handling_and_batches(stream):
     stream.land([ev("+I", 91, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="_tmp.jsonl")
     stream.land([ev("+I", 92, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="_x/d.jsonl")
     crlf = os.path.join(stream.landing, "e.jsonl")
-    with open(crlf, "wb") as fh:  # CRLF, no final newline
-        fh.write(b'{"op":"+I","contract_id":3,"project_id":1,"sign_time":"2024-03-01 00:00:00",'
+    with open(crlf, "wb") as fh:  # byte-order mark, CRLF, no final newline
+        fh.write(b'\xef\xbb\xbf{"op":"+I","contract_id":3,"project_id":1,"sign_time":"2024-03-01 00:00:00",'
                  b'"op_ts":"2024-03-05 10:00:00.000"}\r\n\r\nbroken\r\n'
                  b'{"op":"-D","contract_id":1,"op_ts":"2024-03-05 11:00:00.000"}')
     os.utime(crlf, (now, now))
@@ -337,6 +337,14 @@ def test_file_handling_and_batches(stream):
     assert [(r[2], r[3], r[4]) for r in stream.changelog_rows()[4:]] == [("-U", 1, 2), ("+U", 5, 2)]
     # Empty files carry no line: they are consumed but not counted in `files`.
     assert [(r["_commit_id"], r["files"], r["events_landed"]) for r in stream.log_rows()][2:] == [(2, 1, 1)]
+
+    # A batch of empty files only still gets its ingest log row (and nothing else).
+    stream.land([], name="g_empty.jsonl")
+    assert stream.run() == "commit 3: landed 0, applied 0, noop 0, stale 0, before_image 0, quarantined 0"
+    last = stream.log_rows()[-1]
+    assert (last["_commit_id"], last["files"], last["events_landed"]) == (3, 0, 0)
+    assert last["at"] is not None
+    assert stream.partitions(stream.changelog) == ["_commit_id=0", "_commit_id=1", "_commit_id=2"]
 
 
 def test_replay_of_an_uncommitted_batch_is_identical(stream):
