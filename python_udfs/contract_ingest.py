@@ -97,26 +97,6 @@ INGEST_LOG_DDL = (
     "before_image BIGINT, quarantined BIGINT, _committed_at TIMESTAMP, _commit_id BIGINT"
 )
 
-_JSON_SCHEMA = (
-    "op STRING, project_id STRING, contract_id STRING, sign_time STRING, "
-    "amount STRING, op_ts STRING, _corrupt_record STRING"
-)
-# The amount parsed a second time as a decimal: Spark reads a JSON number
-# into a STRING field through a double, which loses digits.
-_AMOUNT_SCHEMA = "amount DECIMAL(38,10)"
-
-# Rows of the state function's output.
-# kind: a changelog row ('+I', '-U', '+U', '-D'; n orders -U before +U), an
-# event's outcome (one of _OUTCOMES), or 'file' (a file's marker; n = its
-# count of non-blank lines).
-_STATE_OUT_SCHEMA = (
-    "kind STRING, contract_id BIGINT, project_id BIGINT, sign_us BIGINT, amount STRING, "
-    "op_ts_us BIGINT, file STRING, line BIGINT, n BIGINT, reason STRING, raw STRING"
-)
-_STATE_SCHEMA = (
-    "op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, project_id BIGINT, "
-    "sign_us BIGINT, amount STRING"
-)
 _OUTCOMES = ("applied", "noop", "stale", "before_image", "quarantined")
 _ROWKINDS = ("+I", "-U", "+U", "-D")
 
@@ -213,9 +193,10 @@ def _offset_log_timestamp_us(checkpoint_dir: str, batch_id: int) -> Optional[int
 # Parsing
 # --------------------------------------------------------------------------
 
-def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]):
-    """One row per file (marker, rtype 'F') and per non-blank line (rtype 'E'
-    for a valid event, 'Q' for a line to quarantine)."""
+def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]):
+    """One row per file (``kind`` 'file', ``n_events`` = its non-blank lines)
+    and one per non-blank line (``kind`` 'E' for a valid event, 'quarantined'
+    with a ``reason`` otherwise)."""
     from pyspark.sql import functions as F
 
     reader = (
@@ -253,66 +234,78 @@ def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
     lines = (
         files.select("file", F.inline(numbered))
         .where((F.col("line") == 0) | ~F.col("text").rlike(blank))
+        # VARIANT keeps JSON's own types: integer literals, exact decimals,
+        # strings, objects (from_json with STRING fields would read 1.5, "1"
+        # and 1e3 alike, and numbers through a double).
+        .withColumn("v", F.expr("try_parse_json(text)"))
     )
 
-    j = F.from_json("text", _JSON_SCHEMA, {"columnNameOfCorruptRecord": "_corrupt_record"})
-    parsed = lines.select("file", "n_events", "line", "text", j.alias("j"))
+    def jtype(name):  # NULL if absent, 'VOID' if JSON null
+        return F.expr(f"schema_of_variant(variant_get(v, '$.{name}'))")
 
-    c = lambda name: F.col(f"j.{name}")  # noqa: E731
-    trimmed = F.regexp_replace("text", r"^\s+|\s+$", "")
-    is_object = (
-        F.col("j").isNotNull() & c("_corrupt_record").isNull()
-        & trimmed.startswith("{") & trimmed.endswith("}")
-    )
-    op = c("op")
-    contract_id = c("contract_id").try_cast("bigint")
-    project_id = c("project_id").try_cast("bigint")
-    sign_time = F.try_to_timestamp(c("sign_time"), F.lit("yyyy-MM-dd HH:mm:ss"))
-    op_ts = F.coalesce(
-        F.try_to_timestamp(c("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss.SSS")),
-        F.try_to_timestamp(c("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss")),
-    )
-    amount = F.when(
-        c("amount").isNotNull(),
-        F.from_json("text", _AMOUNT_SCHEMA).getField("amount").try_cast("decimal(18,2)"),
-    )
-    needs_image = op.isin("+I", "+U", "-U")
+    def jstr(name):  # a string's content, or the JSON text of another value
+        return F.expr(f"try_variant_get(v, '$.{name}', 'string')")
+
+    def present(name):
+        return jtype(name).isNotNull() & (jtype(name) != "VOID")
+
+    def is_int(name):
+        return jtype(name).isin("TINYINT", "SMALLINT", "INT", "BIGINT")
+
+    def as_int(name):
+        return F.when(is_int(name), F.expr(f"variant_get(v, '$.{name}', 'bigint')"))
 
     def shown(name):
-        return F.concat(F.lit(f"bad {name} '"), F.substring(c(name), 1, 200), F.lit("'"))
+        return F.concat(F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'"))
+
+    trimmed = F.regexp_replace("text", r"^\s+|\s+$", "")
+    op = F.when(jtype("op") == "STRING", jstr("op"))
+    contract_id = as_int("contract_id")
+    project_id = as_int("project_id")
+    sign_time = F.when(jtype("sign_time") == "STRING",
+                       F.try_to_timestamp(jstr("sign_time"), F.lit("yyyy-MM-dd HH:mm:ss")))
+    op_ts = F.when(jtype("op_ts") == "STRING", F.coalesce(
+        F.try_to_timestamp(jstr("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss.SSS")),
+        F.try_to_timestamp(jstr("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss")),
+    ))
+    # A JSON number or a string holding one; rounded half-up to 2 places
+    # (Spark's cast); NULL if it does not fit decimal(18,2).
+    amount = F.regexp_replace(jstr("amount"), r"^\s+|\s+$", "").try_cast("decimal(18,2)")
+    needs_image = op.isin("+I", "+U", "-U")
 
     reason = (
-        F.when(~is_object, F.lit("invalid json"))
-        .when(op.isNull(), F.lit("missing op"))
-        .when(~op.isin("+I", "+U", "-U", "-D"),
-              F.concat(F.lit("unknown op '"), F.substring(op, 1, 200), F.lit("'")))
-        .when(c("contract_id").isNull(), F.lit("null contract_id"))
+        F.when(F.col("v").isNull(), F.lit("invalid json"))
+        .when(~F.expr("schema_of_variant(v)").startswith("OBJECT"), F.lit("not a json object"))
+        .when(~trimmed.endswith("}"), F.lit("invalid json"))  # trailing text after the object
+        .when(~present("op"), F.lit("missing op"))
+        .when(op.isNull() | ~op.isin(*_ROWKINDS),
+              F.concat(F.lit("unknown op '"), F.substring(jstr("op"), 1, 200), F.lit("'")))
+        .when(~present("contract_id"), F.lit("null contract_id"))
         .when(contract_id.isNull(), shown("contract_id"))
-        .when(c("op_ts").isNull(), F.lit("null op_ts"))
+        .when(~present("op_ts"), F.lit("null op_ts"))
         .when(op_ts.isNull(), shown("op_ts"))
-        .when(needs_image & c("project_id").isNull(), F.lit("null project_id"))
+        .when(needs_image & ~present("project_id"), F.lit("null project_id"))
         .when(needs_image & project_id.isNull(), shown("project_id"))
-        .when(needs_image & c("sign_time").isNull(), F.lit("null sign_time"))
+        .when(needs_image & ~present("sign_time"), F.lit("null sign_time"))
         .when(needs_image & sign_time.isNull(), shown("sign_time"))
-        .when(c("amount").isNotNull() & amount.isNull(), shown("amount"))
+        .when(present("amount") & amount.isNull(), shown("amount"))
     )
     marker = F.col("line") == 0
-    with_reason = parsed.withColumn("reason", F.when(~marker, reason))
+    checked = lines.withColumn("reason", F.when(~marker, reason))
     valid = ~marker & F.col("reason").isNull()
-    return with_reason.select(
-        # Key: the contract; markers and quarantined lines go to the null key.
-        F.when(valid, contract_id).alias("k"),
-        F.when(marker, F.lit("F")).when(valid, F.lit("E")).otherwise(F.lit("Q")).alias("rtype"),
-        F.when(valid, op).alias("op"),
-        "reason",
-        F.when(~marker & ~valid, F.col("text")).alias("raw"),
-        F.when(valid, F.coalesce(project_id, F.lit(0))).otherwise(F.lit(0)).cast("bigint").alias("project_id"),
-        F.when(valid, F.coalesce(F.unix_micros(sign_time), F.lit(0))).otherwise(F.lit(0)).cast("bigint").alias("sign_us"),
-        F.when(valid, amount.cast("string")).alias("amount"),
-        F.when(valid, F.unix_micros(op_ts)).otherwise(F.lit(0)).cast("bigint").alias("op_ts_us"),
+    return checked.select(
+        F.when(marker, F.lit("file")).when(valid, F.lit("E")).otherwise(F.lit("quarantined")).alias("kind"),
         "file",
         "line",
-        F.when(marker, F.col("n_events")).otherwise(F.lit(0)).cast("bigint").alias("n_events"),
+        "n_events",
+        "reason",
+        F.col("text").alias("raw"),
+        F.when(valid, contract_id).alias("contract_id"),
+        F.when(valid, op).alias("op"),
+        F.when(valid, project_id).alias("project_id"),
+        F.when(valid, F.unix_micros(sign_time)).alias("sign_us"),
+        F.when(valid, amount.cast("string")).alias("amount"),
+        F.when(valid, F.unix_micros(op_ts)).alias("op_ts_us"),
     )
 
 
@@ -320,47 +313,45 @@ def _events_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
 # State function
 # --------------------------------------------------------------------------
 
+# applyInPandasWithState pays per contract and per column (each group's
+# columns are converted to pandas and concatenated one by one), so each
+# event travels packed in one string and each output row comes back packed
+# in one string: fields joined by NUL, the file path (free text, but never
+# containing NUL) last.
+_SEP = "\x00"
+# In: k = contract_id, e = op_ts_us, line, op, project_id, sign_us, amount, file.
+_STATE_OUT_SCHEMA = "kind STRING, p STRING"  # p: contract_id, project_id, sign_us, amount, op_ts_us, line, n, file
+_STATE_SCHEMA = (
+    "op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, project_id BIGINT, "
+    "sign_us BIGINT, amount STRING"
+)
+
+
 def _make_state_function():
     """The ``applyInPandasWithState`` function. Built as a closure so that it
     is pickled by value: executors need not import this package.
 
-    Plain Python over column lists: applyInPandasWithState calls it once per
-    contract per batch, so pandas operations per call would dominate."""
+    Per contract and batch: the batch's events sorted by (op_ts, file, line),
+    each applied to the state left by earlier batches (see the module doc).
+    Output: one ``(outcome, NULL)`` row per event plus its changelog rows
+    ``(rowkind, packed image)``. Deterministic: the order key is unique."""
 
-    in_cols = ("rtype", "op", "reason", "raw", "project_id", "sign_us", "amount",
-               "op_ts_us", "file", "line", "n_events")
-    out_cols = ("kind", "contract_id", "project_id", "sign_us", "amount", "op_ts_us",
-                "file", "line", "n", "reason", "raw")
+    sep = _SEP
 
     def apply_events(key, pdfs, state):
         import pandas as pd
 
+        contract_id = int(key[0])
         events = []
         for pdf in pdfs:
-            if not len(pdf):
-                continue
-            passthrough = []
-            for (rtype, op, reason, raw, pid, sign_us, amount, op_ts_us, file, line,
-                 n_events) in zip(*[pdf[c].tolist() for c in in_cols]):
-                if rtype == "E":
-                    if amount is not None and amount != amount:  # NaN: pandas' null
-                        amount = None
-                    events.append((int(op_ts_us), file, int(line), op, int(pid), int(sign_us), amount))
-                elif rtype == "F":
-                    passthrough.append(("file", 0, 0, 0, None, 0, file, 0, int(n_events), None, None))
-                else:
-                    passthrough.append(("quarantined", 0, 0, 0, None, 0, file, int(line), 0, reason, raw))
-            if passthrough:
-                yield pd.DataFrame(passthrough, columns=out_cols)
+            for e in pdf["e"].tolist():
+                op_ts_us, line, op, pid, sign_us, amount, file = e.split(sep, 6)
+                events.append((int(op_ts_us), file, int(line), op,
+                               int(pid) if pid else 0, int(sign_us) if sign_us else 0,
+                               amount or None))
         if not events:
             return
-
-        contract_id = key[0]
-        if contract_id is None or contract_id != contract_id:
-            raise RuntimeError("valid event without a contract_id")
-        contract_id = int(contract_id)
-        # (op_ts, file, line) is unique per event: a total, deterministic order.
-        events.sort(key=lambda e: e[:3])
+        events.sort(key=lambda ev: ev[:3])
         if state.exists:
             s = state.get
             last = (int(s[0]), s[1], int(s[2]))
@@ -369,46 +360,99 @@ def _make_state_function():
         else:
             last, live, image = None, False, None
 
-        rows = []
+        kinds, packed = [], []
+
+        def change(rowkind, img, op_ts_us, file, line, n):
+            kinds.append(rowkind)
+            packed.append(sep.join((str(contract_id), str(img[0]), str(img[1]), img[2] or "",
+                                    str(op_ts_us), str(line), str(n), file)))
+
         for op_ts_us, file, line, op, pid, sign_us, amount in events:
             order = (op_ts_us, file, line)
             if op == "-U":  # a before image never changes state, whatever its order
-                rows.append(("before_image", contract_id, 0, 0, None, op_ts_us, file, line, 0, None, None))
-                continue
-            if last is not None and order <= last:
-                rows.append(("stale", contract_id, 0, 0, None, op_ts_us, file, line, 0, None, None))
-                continue
-            if op == "+I" or op == "+U":
+                outcome = "before_image"
+            elif last is not None and order <= last:
+                outcome = "stale"
+            elif op == "+I" or op == "+U":
                 new = (pid, sign_us, amount)
                 if live and image == new:
                     outcome = "noop"
                 elif live:
-                    rows.append(("-U", contract_id, image[0], image[1], image[2], op_ts_us, file, line, 0, None, None))
-                    rows.append(("+U", contract_id, new[0], new[1], new[2], op_ts_us, file, line, 1, None, None))
+                    change("-U", image, op_ts_us, file, line, 0)
+                    change("+U", new, op_ts_us, file, line, 1)
                     outcome = "applied"
                 else:
-                    rows.append(("+I", contract_id, new[0], new[1], new[2], op_ts_us, file, line, 0, None, None))
+                    change("+I", new, op_ts_us, file, line, 0)
                     outcome = "applied"
-                live, image = True, new
+                live, image, last = True, new, order
             elif op == "-D":
                 if live:
-                    rows.append(("-D", contract_id, image[0], image[1], image[2], op_ts_us, file, line, 0, None, None))
+                    change("-D", image, op_ts_us, file, line, 0)
                     outcome = "applied"
                 else:
                     outcome = "noop"  # a tombstone: the order key still advances
-                live, image = False, None
+                live, image, last = False, None, order
             else:  # validated upstream
                 raise RuntimeError(f"unexpected op {op!r}")
-            last = order
-            rows.append((outcome, contract_id, 0, 0, None, op_ts_us, file, line, 0, None, None))
+            kinds.append(outcome)
+            packed.append(None)
         if last is not None:
             if live:
                 state.update((last[0], last[1], last[2], True, image[0], image[1], image[2]))
             else:
                 state.update((last[0], last[1], last[2], False, None, None, None))
-        yield pd.DataFrame(rows, columns=out_cols)
+        yield pd.DataFrame({"kind": kinds, "p": packed})
 
     return apply_events
+
+
+def _output_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]):
+    """The streaming DataFrame handed to foreachBatch: changelog rows, one
+    outcome row per event, one marker row per file, with ``batch_us``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    parsed = _parsed_stream(spark, landing_dir, max_files_per_trigger)
+    text = lambda c: F.coalesce(F.col(c).cast("string"), F.lit(""))  # noqa: E731
+    events = parsed.where(F.col("kind") == "E").select(
+        F.col("contract_id").alias("k"),
+        F.concat_ws(_SEP, text("op_ts_us"), text("line"), text("op"), text("project_id"),
+                    text("sign_us"), text("amount"), text("file")).alias("e"),
+    )
+    applied = events.groupBy("k").applyInPandasWithState(
+        _make_state_function(), _STATE_OUT_SCHEMA, _STATE_SCHEMA, "append",
+        GroupStateTimeout.NoTimeout)
+    p = F.split(F.col("p"), "\\x00", 8)
+    from_state = applied.select(
+        F.col("kind"),
+        p[0].cast("bigint").alias("contract_id"),
+        p[1].cast("bigint").alias("project_id"),
+        p[2].cast("bigint").alias("sign_us"),
+        F.when(p[3] != "", p[3]).alias("amount"),
+        p[4].cast("bigint").alias("op_ts_us"),
+        p[7].alias("file"),
+        p[5].cast("bigint").alias("line"),
+        p[6].cast("bigint").alias("n"),
+        F.lit(None).cast("string").alias("reason"),
+        F.lit(None).cast("string").alias("raw"),
+    )
+    # Markers and quarantined lines bypass the state function.
+    passed = parsed.where(F.col("kind") != "E").select(
+        "kind",
+        F.lit(None).cast("bigint").alias("contract_id"),
+        F.lit(None).cast("bigint").alias("project_id"),
+        F.lit(None).cast("bigint").alias("sign_us"),
+        F.lit(None).cast("string").alias("amount"),
+        F.lit(None).cast("bigint").alias("op_ts_us"),
+        "file",
+        "line",
+        F.col("n_events").alias("n"),
+        "reason",
+        F.when(F.col("kind") == "quarantined", F.col("raw")).alias("raw"),
+    )
+    # In a streaming plan current_timestamp() is the batch timestamp kept in
+    # the offset log: a replayed batch gets the same value.
+    return from_state.unionByName(passed).withColumn("batch_us", F.unix_micros(F.current_timestamp()))
 
 
 # --------------------------------------------------------------------------
@@ -427,7 +471,6 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-    from pyspark.sql.streaming.state import GroupStateTimeout
 
     locations = {
         "changelog": _ensure_table(spark, changelog_table, CHANGELOG_DDL),
@@ -436,15 +479,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     }
     _mkdirs(spark, landing_dir)
 
-    events = _events_stream(spark, landing_dir, max_files_per_trigger)
-    applied = (
-        events.groupBy("k")
-        .applyInPandasWithState(_make_state_function(), _STATE_OUT_SCHEMA, _STATE_SCHEMA,
-                                "append", GroupStateTimeout.NoTimeout)
-        # In a streaming plan current_timestamp() is the batch timestamp kept
-        # in the offset log: a replayed batch gets the same value.
-        .withColumn("batch_us", F.unix_micros(F.current_timestamp()))
-    )
+    output = _output_stream(spark, landing_dir, max_files_per_trigger)
 
     stats_by_commit: Dict[int, Dict[str, int]] = {}
 
@@ -523,7 +558,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
 
     _mkdirs(spark, checkpoint_dir)
     query = (
-        applied.writeStream.foreachBatch(write_batch)
+        output.writeStream.foreachBatch(write_batch)
         .option("checkpointLocation", checkpoint_dir)
         .outputMode("append")
         .trigger(availableNow=True)

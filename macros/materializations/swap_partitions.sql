@@ -32,6 +32,7 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing is not none and not window['pending'] and not full_refresh -%}
+    {% do lakerank.remember_written(target_relation, partition_by, []) %}
     {% call statement('main') -%}
       select 'no pending commits' as status
     {%- endcall %}
@@ -69,6 +70,7 @@
     {% do adapter.lakerank_swap_partitions(target_relation, stage_relation, partition_by, declared) %}
     {% call statement('drop_stage_after') -%} drop table if exists {{ stage_relation }} {%- endcall %}
     {% do lakerank.record_commit(target_relation, commit_id) %}
+    {% do lakerank.remember_written(target_relation, partition_by, [] if full_refresh else declared) %}
   {%- endif -%}
 
   {{ run_hooks(post_hooks) }}

@@ -227,9 +227,13 @@ def test_semantics_across_builds(stream):
         '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 18
         '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}',                     # 19
         ev("+U", 10, "2024-03-05 10:00:00.000", None, D1),                        # 20 null project_id
+        '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 21
+        '{"op":"+I","contract_id":11,"project_id":1,"sign_time":"2024-03-01 00:00:00",'
+        '"op_ts":"2024-03-05 10:30:00.000","amount":1234567890123456.785}',        # 22 exact, half-up
+        '{"op":"-D","contract_id":13,"op_ts":"2024-03-05 10:00:00.000"} trailing',  # 23
     ])
     s1 = stream.run()
-    assert s1 == "commit 0: landed 18, applied 5, noop 2, stale 0, before_image 1, quarantined 10"
+    assert s1 == "commit 0: landed 21, applied 6, noop 2, stale 0, before_image 1, quarantined 12"
 
     f1u = uri(f1)
     assert stream.changelog_rows() == [
@@ -238,7 +242,8 @@ def test_semantics_across_builds(stream):
         (0, 3, "+I", 100, 3, D1, None, "2024-03-05 10:00:00.000", f1u, 8),
         (0, 4, "-U", 100, 2, D2, None, "2024-03-05 10:05:00.000", f1u, 5),
         (0, 5, "+U", 200, 2, D3, None, "2024-03-05 10:05:00.000", f1u, 5),
-        (0, 6, "-D", 100, 3, D1, None, "2024-03-05 11:00:00.000", f1u, 9),
+        (0, 6, "+I", 1, 11, "2024-03-01 00:00:00", "1234567890123456.79", "2024-03-05 10:30:00.000", f1u, 22),
+        (0, 7, "-D", 100, 3, D1, None, "2024-03-05 11:00:00.000", f1u, 9),
     ]
     q = [(r[2], r[3], r[4]) for r in stream.quarantine_rows()]
     assert q == [
@@ -249,12 +254,15 @@ def test_semantics_across_builds(stream):
         (14, "null contract_id",
          '{"op":"+I","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
         (15, "bad amount 'abc'", json.dumps(ev("+I", 7, "2024-03-05 10:00:00.000", 100, D1, "abc"))),
-        (16, "invalid json", "[1, 2]"),
+        (16, "not a json object", "[1, 2]"),
         (17, "null op_ts", '{"op":"+U","contract_id":8,"project_id":1,"sign_time":"2024-03-01 00:00:00"}'),
         (18, "bad contract_id '1.5'",
          '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
         (19, "missing op", '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}'),
         (20, "null project_id", json.dumps(ev("+U", 10, "2024-03-05 10:00:00.000", None, D1))),
+        (21, "bad contract_id '12'",
+         '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
+        (23, "invalid json", '{"op":"-D","contract_id":13,"op_ts":"2024-03-05 10:00:00.000"} trailing'),
     ]
     assert {r[1] for r in stream.quarantine_rows()} == {f1u}
 
@@ -265,12 +273,12 @@ def test_semantics_across_builds(stream):
         ev("+I", 3, "2024-03-05 13:00:00.000", 300, D2, "7"),      # 3 applied +I (re-insert after -D)
         ev("+U", 1, "2024-03-05 14:00:00.000", 100, D1, "11"),     # 4 applied -U/+U (amount)
         ev("+I", 2, "2024-03-05 10:05:00.000", 200, D3),           # 5 noop (same op_ts, later file)
-        ev("-U", 1, "2024-03-05 08:00:00.000", 100, D1, "10.5"),   # 6 stale (old -U)
+        ev("-U", 1, "2024-03-05 08:00:00.000", 100, D1, "10.5"),   # 6 before_image, whatever its order
     ])
     s2 = stream.run()
-    assert s2 == "commit 1: landed 6, applied 2, noop 1, stale 3, before_image 0, quarantined 0"
+    assert s2 == "commit 1: landed 6, applied 2, noop 1, stale 2, before_image 1, quarantined 0"
     f2u = uri(f2)
-    assert stream.changelog_rows()[6:] == [
+    assert stream.changelog_rows()[7:] == [
         (1, 1, "+I", 300, 3, D2, "7.00", "2024-03-05 13:00:00.000", f2u, 3),
         (1, 2, "-U", 100, 1, D1, "10.50", "2024-03-05 14:00:00.000", f2u, 4),
         (1, 3, "+U", 100, 1, D1, "11.00", "2024-03-05 14:00:00.000", f2u, 4),
@@ -278,10 +286,10 @@ def test_semantics_across_builds(stream):
 
     logs = stream.log_rows()
     assert [{k: v for k, v in r.items() if k != "at"} for r in logs] == [
-        dict(_commit_id=0, files=1, events_landed=18, applied=5, noop=2, stale=0,
-             before_image=1, quarantined=10),
-        dict(_commit_id=1, files=1, events_landed=6, applied=2, noop=1, stale=3,
-             before_image=0, quarantined=0),
+        dict(_commit_id=0, files=1, events_landed=21, applied=6, noop=2, stale=0,
+             before_image=1, quarantined=12),
+        dict(_commit_id=1, files=1, events_landed=6, applied=2, noop=1, stale=2,
+             before_image=1, quarantined=0),
     ]
     assert_reconciles(logs)
     assert {r[5] for r in stream.quarantine_rows()} == {logs[0]["at"]}
@@ -291,6 +299,7 @@ def test_semantics_across_builds(stream):
         1: (100, 1, D1, "11.00"),
         2: (200, 2, D3, None),
         3: (300, 3, D2, "7.00"),
+        11: (1, 11, "2024-03-01 00:00:00", "1234567890123456.79"),
     }
 
     # A build with no new files writes nothing.
