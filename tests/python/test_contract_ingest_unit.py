@@ -319,9 +319,9 @@ def test_file_handling_and_batches(stream):
     stream.land([ev("+I", 91, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="_tmp.jsonl")
     stream.land([ev("+I", 92, "2024-03-05 10:00:00.000", 1, "2024-03-01 00:00:00")], name="_x/d.jsonl")
     crlf = os.path.join(stream.landing, "e.jsonl")
-    with open(crlf, "wb") as fh:  # byte-order mark, CRLF, no final newline
+    with open(crlf, "wb") as fh:  # byte-order mark, CRLF, a lone CR, no final newline
         fh.write(b'\xef\xbb\xbf{"op":"+I","contract_id":3,"project_id":1,"sign_time":"2024-03-01 00:00:00",'
-                 b'"op_ts":"2024-03-05 10:00:00.000"}\r\n\r\nbroken\r\n'
+                 b'"op_ts":"2024-03-05 10:00:00.000"}\r\n\r\nbroken\r'
                  b'{"op":"-D","contract_id":1,"op_ts":"2024-03-05 11:00:00.000"}')
     os.utime(crlf, (now, now))
     summary = stream.run(max_files_per_trigger=2)
