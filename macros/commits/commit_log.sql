@@ -15,10 +15,28 @@
 {%- endmacro %}
 
 
-{% macro record_commit(relation, commit_id) -%}
+{% macro record_commit(relation, commit_id, fingerprint=none) -%}
   {% call statement('lakerank_record_commit') -%}
-    alter table {{ relation }} set tblproperties ('{{ lakerank.commit_property() }}' = '{{ commit_id }}')
+    alter table {{ relation }} set tblproperties (
+      '{{ lakerank.commit_property() }}' = '{{ commit_id }}'
+      {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
   {%- endcall %}
+{%- endmacro %}
+
+
+{#- A table's state depends on settings such as the rank function: its `state_fingerprint`
+    config is stored with each commit, and a run with different settings stops with a
+    clear message instead of mixing two kinds of state (unless --full-refresh). -#}
+{% macro check_fingerprint(relation, fingerprint) -%}
+  {%- if fingerprint and execute -%}
+    {%- set stored = adapter.lakerank_get_property(relation, 'lakerank.fingerprint', '') -%}
+    {%- if stored and stored != fingerprint -%}
+      {{ exceptions.raise_compiler_error(
+          relation ~ " was built with " ~ stored ~ " but this run uses " ~ fingerprint
+          ~ ". Its incremental state cannot be reused: run `dbt build --full-refresh` to rebuild it"
+          ~ " from the changelog.") }}
+    {%- endif -%}
+  {%- endif -%}
 {%- endmacro %}
 
 

@@ -17,7 +17,8 @@
   contents from the same pending window, and steps 2-4 are idempotent.
 
   Config: partition_by (one column), commit_source (model whose commits drive this one),
-  primary_key (list, for the changelog), changelog (bool).
+  primary_key (list, for the changelog), changelog (bool), state_fingerprint (settings the
+  table's state depends on; a run with other settings fails unless --full-refresh).
 -#}
 {% materialization swap_partitions, default %}
   {%- set target_relation = this.incorporate(type='table') -%}
@@ -28,6 +29,11 @@
   {%- set window = lakerank.commit_window() -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set audit_relation = api.Relation.create(schema=this.schema, identifier=this.identifier ~ '__audit_log', type='table') -%}
+
+  {%- set fingerprint = config.get('state_fingerprint') -%}
+  {%- if existing is not none and not full_refresh -%}
+    {% do lakerank.check_fingerprint(target_relation, fingerprint) %}
+  {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
 
@@ -69,7 +75,7 @@
     {%- endif -%}
     {% do adapter.lakerank_swap_partitions(target_relation, stage_relation, partition_by, declared) %}
     {% call statement('drop_stage_after') -%} drop table if exists {{ stage_relation }} {%- endcall %}
-    {% do lakerank.record_commit(target_relation, commit_id) %}
+    {% do lakerank.record_commit(target_relation, commit_id, fingerprint) %}
     {% do lakerank.remember_written(target_relation, partition_by, [] if full_refresh else declared) %}
   {%- endif -%}
 

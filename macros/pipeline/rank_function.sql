@@ -37,3 +37,10 @@
                    range between unbounded preceding and current row)
   {%- endif -%}
 {%- endmacro %}
+
+
+{#- The settings the pipeline's incremental state depends on (stored with every commit). -#}
+{% macro pipeline_fingerprint() -%}
+  {{- 'rank_function=' ~ lakerank.rank_function() ~ ';segment_seconds=' ~ var('segment_seconds')
+      ~ ';project_buckets=' ~ var('project_buckets') -}}
+{%- endmacro %}

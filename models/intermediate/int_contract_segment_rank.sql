@@ -5,6 +5,7 @@
     materialized='swap_partitions',
     partition_by='segment_start',
     commit_source='stg_contract_changelog',
+    state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- set touched = lakerank.touched_segments() -%}
 {%- do lakerank.declare_partitions(touched) -%}

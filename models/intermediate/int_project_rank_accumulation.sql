@@ -9,6 +9,7 @@
     primary_key=['project_id'],
     changelog=true,
     commit_source='stg_contract_changelog',
+    state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- set touched_buckets = lakerank.touched_buckets() -%}
 {%- set touched_segments = lakerank.touched_segments() -%}

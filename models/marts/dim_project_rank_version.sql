@@ -8,6 +8,7 @@
     materialized='swap_partitions',
     partition_by='segment_start',
     commit_source='stg_contract_changelog',
+    state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- set rewrite = lakerank.rank_rewrite_partitions() -%}
 {%- do lakerank.declare_partitions(rewrite) -%}

@@ -11,6 +11,7 @@
     primary_key=['contract_id'],
     changelog=true,
     commit_source='stg_contract_changelog',
+    state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- set rewrite = lakerank.rank_rewrite_partitions() -%}
 {%- do lakerank.declare_partitions(rewrite) -%}

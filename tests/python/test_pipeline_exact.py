@@ -25,6 +25,16 @@ def test_incremental_builds_match_oracle(lakerank, rank_function):
         command = "build" if i == len(batches) - 1 else "run"
         lakerank.dbt(command, vars={"rank_function": rank_function})
         assert_all_exact(lakerank, oracle, rank_function)
+    if rank_function == "row_number":
+        # Other settings cannot reuse the incremental state: a clear error, then a full
+        # refresh recomputes every table from the changelog.
+        other = "dense_rank"
+        result = lakerank.dbt("run", vars={"rank_function": other}, expect_success=False)
+        assert not result.success
+        messages = " ".join(str(r.message) for r in (result.result or []))
+        assert "--full-refresh" in messages, messages
+        lakerank.dbt("build", "--full-refresh", vars={"rank_function": other})
+        assert_all_exact(lakerank, oracle, other)
 
 
 def test_empty_landing_is_an_empty_stream(lakerank):
