@@ -55,9 +55,9 @@ class Lakerank:
         return result
 
     def spark(self):
-        from pyspark.sql import SparkSession
+        from dbt.adapters.lakerank.connections import current_thread_session
 
-        return SparkSession.builder.getOrCreate()
+        return current_thread_session()
 
     def table(self, name: str, where: str = "") -> pd.DataFrame:
         """A table as pandas, timestamps rendered as business-time strings."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Dict, Optional
@@ -135,8 +136,32 @@ def start_embedded_session(home: str, params: Dict[str, str]):
         builder = SparkSession.builder.enableHiveSupport()
         for key, value in {**params, **home_spark_conf(home)}.items():
             builder = builder.config(key, value)
-        builder.getOrCreate().sparkContext.setLogLevel("ERROR")
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        # Bind the new session's metastore client from a thread with no stale Hive client.
+        spark._jvm.org.apache.hadoop.hive.ql.metadata.Hive.closeCurrent()
+        spark.catalog.databaseExists("default")
+        _THREAD_HOMES[threading.get_ident()] = home
     _ACTIVE_HOME = home
+
+
+def current_thread_session():
+    """The process's SparkSession, with this thread's Hive client bound to its metastore.
+
+    Hive caches a metastore client per thread; a thread that used the session of another
+    home (or a session started outside dbt) would otherwise keep reading that metastore.
+    """
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    home = spark.conf.get("spark.lakerank.home", None)
+    if home is not None and _THREAD_HOMES.get(threading.get_ident()) != home:
+        spark._jvm.org.apache.hadoop.hive.ql.metadata.Hive.closeCurrent()
+        _THREAD_HOMES[threading.get_ident()] = home
+    return spark
+
+
+_THREAD_HOMES: Dict[int, str] = {}
 
 
 def _reset_hive_client() -> None:
