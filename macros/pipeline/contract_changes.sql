@@ -61,3 +61,20 @@
       and a.project_id in (select project_id from scope)
   )
 {%- endmacro %}
+
+
+{#- The two inputs every rank rewrite starts from, as CTEs: `scope` (per touched project,
+    touched_from and rewrite_from) and `existing` (the model's rows in the rewritten partitions). -#}
+{% macro rank_rewrite_inputs(rewrite) -%}
+scope as (
+    select distinct
+        project_id,
+        touched_from,
+        rewrite_from
+    from {{ ref('int_contract_rank_scope') }}
+),
+
+existing as (
+    select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
+)
+{%- endmacro %}

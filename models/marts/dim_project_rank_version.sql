@@ -15,17 +15,7 @@
 
 with
 
-scope as (
-    select distinct
-        project_id,
-        touched_from,
-        rewrite_from
-    from {{ ref('int_contract_rank_scope') }}
-),
-
-existing as (
-    select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
-),
+{{ lakerank.rank_rewrite_inputs(rewrite) }},
 
 segment_bases as (
     {{ lakerank.segment_bases() }}
@@ -73,13 +63,7 @@ kept as (
             and existing.segment_start >= scope.rewrite_from
 )
 
-select
-    project_id,
-    ver_start,
-    ver_end,
-    base_max_rn,
-    segment_start
-from kept
+select * from kept
 union all
 select
     project_id,

@@ -18,17 +18,7 @@
 
 with
 
-scope as (
-    select distinct
-        project_id,
-        touched_from,
-        rewrite_from
-    from {{ ref('int_contract_rank_scope') }}
-),
-
-existing as (
-    select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
-),
+{{ lakerank.rank_rewrite_inputs(rewrite) }},
 
 slices as (
     select slices.*
