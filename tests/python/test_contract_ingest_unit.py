@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 
+from dbt.adapters.lakerank.connections import JVM_FLAGS
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,7 +51,7 @@ def spark(tmp_path_factory):
         .config("spark.sql.hive.metastorePartitionPruningFastFallback", "true")
         # Only effective if this fixture starts the JVM: faster start, derby.log out of the cwd.
         .config("spark.driver.extraJavaOptions",
-                f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dderby.system.home={base}")
+                f"{JVM_FLAGS} -Dderby.system.home={base}")
         .enableHiveSupport()
         .getOrCreate()
     )

@@ -26,7 +26,9 @@ from dbt_common.exceptions import DbtRuntimeError
 
 logger = AdapterLogger("lakerank")
 
-JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss4m"
+# C1 only starts fast; it also shrinks the default code cache to 48 MB, which Spark's generated
+# code fills in a long build ("Out of space in CodeCache"): reserve more.
+JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:+UseSerialGC -Xss4m"
 
 # One lock file descriptor per home, held for the life of the process (a
 # second flock on a new descriptor would conflict with our own lock).
