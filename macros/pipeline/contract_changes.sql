@@ -78,3 +78,15 @@ existing as (
     select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
 )
 {%- endmacro %}
+
+
+{#- The `existing` rows a rank rewrite keeps: all but the scoped projects' rows from their
+    `boundary` segment (`touched_from` or `rewrite_from`) on, which it recomputes. -#}
+{% macro rank_rewrite_kept(boundary) -%}
+select existing.*
+    from existing
+    left anti join scope
+        on
+            existing.project_id = scope.project_id
+            and existing.segment_start >= scope.{{ boundary }}
+{%- endmacro %}

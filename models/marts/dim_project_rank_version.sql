@@ -55,12 +55,7 @@ versions as (
 ),
 
 kept as (
-    select existing.*
-    from existing
-    left anti join scope
-        on
-            existing.project_id = scope.project_id
-            and existing.segment_start >= scope.rewrite_from
+    {{ lakerank.rank_rewrite_kept('rewrite_from') }}
 )
 
 select * from kept

@@ -61,12 +61,7 @@ ranked as (
 ),
 
 kept as (
-    select existing.*
-    from existing
-    left anti join scope
-        on
-            existing.project_id = scope.project_id
-            and existing.segment_start >= scope.touched_from
+    {{ lakerank.rank_rewrite_kept('touched_from') }}
 )
 
 select * from kept

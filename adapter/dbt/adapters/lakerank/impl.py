@@ -132,7 +132,8 @@ class LakerankAdapter(SparkAdapter):
 
         Three metastore calls, each one transaction: alter (replace) the partitions that
         exist in both, create the new ones, drop declared ones the stage left empty.
-        Returns the superseded locations under ``/_v/`` so the caller can delete them.
+        Superseded directories under ``/_v/`` are deleted; returns how many partitions were
+        replaced, created and dropped.
         """
         spark = self._session()
         jvm = spark._jvm
@@ -174,8 +175,9 @@ class LakerankAdapter(SparkAdapter):
         if drop:
             catalog.dropPartitions(target.schema, target.identifier, seq(drop), True, False, True)
         spark.catalog.refreshTable(f"{target.schema}.{target.identifier}")
-        fresh = {str(jvm.org.apache.hadoop.fs.Path(p.location()).toString()) for p in listing(target).values()}
+        # Every declared partition now points at a new attempt directory (or is gone), so
+        # its old directory is referenced by nothing.
         for loc in superseded:
-            if "/_v/" in loc and loc not in fresh:
+            if "/_v/" in loc:
                 self.lakerank_delete_path(loc)
         return {"replaced": len(replace), "created": len(create), "dropped": len(drop)}
