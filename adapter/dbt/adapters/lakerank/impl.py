@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Dict, Type
 
 from dbt.adapters.base import available
@@ -181,3 +183,185 @@ class LakerankAdapter(SparkAdapter):
             if "/_v/" in loc:
                 self.lakerank_delete_path(loc)
         return {"replaced": len(replace), "created": len(create), "dropped": len(drop)}
+
+    # -- pk_table: option validation, per-key merge, crash-safe partition swaps ----------
+    @available
+    def lakerank_query_schema(self, view: str):
+        """``[{"name", "type"}]`` of a table or temporary view (Spark simple type strings)."""
+        spark = self._session()
+        return [{"name": f.name, "type": f.dataType.simpleString()} for f in spark.table(view).schema.fields]
+
+    @available
+    def lakerank_pk_spec(self, model_name: str, options, columns, primary_key, partition_by):
+        """Validate a pk_table's Paimon ``options``; the normalised spec, or a compile error
+        naming the offending key."""
+        from dbt_common.exceptions import CompilationError
+
+        from python_udfs.paimon_options import PaimonOptionError, parse_options
+
+        try:
+            return parse_options(
+                {str(k): v for k, v in (options or {}).items()},
+                [(c["name"], c["type"]) for c in columns],
+                list(primary_key),
+                list(partition_by or []),
+            )
+        except PaimonOptionError as exc:
+            raise CompilationError(f"pk_table {model_name}: option '{exc.key}': {exc}") from exc
+
+    @available
+    def lakerank_pk_merge(self, input_view: str, stored_view: str, spec, columns, out_view: str) -> str:
+        """Register ``out_view`` with the commit's per-key merge (python_udfs.pk_commit)."""
+        import python_udfs
+        from python_udfs.pk_commit import merge_commit
+
+        from dbt.adapters.lakerank.python_job import _ship_python_udfs
+
+        spark = self._session()
+        _ship_python_udfs(spark, os.path.dirname(os.path.dirname(os.path.abspath(python_udfs.__file__))))
+        merge_commit(spark, input_view, stored_view, dict(spec), list(columns), out_view)
+        return ""
+
+    def _fs(self, location: str):
+        spark = self._session()
+        path = spark._jvm.org.apache.hadoop.fs.Path(location)
+        return path, path.getFileSystem(spark._jsc.hadoopConfiguration())
+
+    @available
+    def lakerank_path_bytes(self, locations) -> int:
+        """Total bytes of the files under ``locations`` (what a commit wrote or keeps)."""
+        total = 0
+        for loc in locations:
+            path, fs = self._fs(loc)
+            if fs.exists(path):
+                total += int(fs.getContentSummary(path).getLength())
+        return total
+
+    def _intent_path(self, target) -> str:
+        return self.lakerank_table_location(target) + "/_lakerank/intent.json"
+
+    @available
+    def lakerank_read_intent(self, target):
+        """The unfinished commit's swap plan of ``target`` (None when there is none)."""
+        path, fs = self._fs(self._intent_path(target))
+        if not fs.exists(path):
+            return None
+        stream = fs.open(path)
+        try:
+            reader = self._session()._jvm.java.io.BufferedReader(
+                self._session()._jvm.java.io.InputStreamReader(stream, "UTF-8")
+            )
+            text = "".join(iter(lambda: reader.readLine() or "", ""))
+        finally:
+            stream.close()
+        return json.loads(text) if text else None
+
+    @available
+    def lakerank_clear_intent(self, target) -> str:
+        path, fs = self._fs(self._intent_path(target))
+        fs.delete(path, False)
+        return ""
+
+    @available
+    def lakerank_plan_swap(self, target, stage, touched, commit_id: int):
+        """Plan the swap of ``touched`` partitions (``"c=v/_bucket=n"`` strings) of ``target``
+        to ``stage``'s directories and write it as the commit's intent file, before anything
+        is re-pointed: a run that dies part-way is rolled back from it."""
+        old, new = self._partitions(target), self._partitions(stage)
+        touched = [str(t) for t in touched]
+        stray = sorted(set(new) - set(touched))
+        if stray:
+            raise DbtRuntimeError(f"{target} staged partitions it did not declare: {stray[:5]}")
+        plan = {
+            "commit_id": int(commit_id),
+            "replace": [[t, old[t][1], new[t][1]] for t in touched if t in old and t in new],
+            "create": [[t, new[t][1]] for t in touched if t in new and t not in old],
+            "drop": [[t, old[t][1]] for t in touched if t in old and t not in new],
+        }
+        path, fs = self._fs(self._intent_path(target))
+        out = fs.create(path, True)
+        try:
+            out.write(bytearray(json.dumps(plan).encode("utf-8")))
+        finally:
+            out.close()
+        return plan
+
+    def _partitions(self, relation):
+        spark = self._session()
+        jvm = spark._jvm
+        catalog = spark._jsparkSession.sharedState().externalCatalog()
+        out = {}
+        it = catalog.listPartitions(relation.schema, relation.identifier, jvm.scala.Option.empty()).iterator()
+        while it.hasNext():
+            part = it.next()
+            spec = part.spec()
+            keys, items = spec.keys().iterator(), []
+            while keys.hasNext():
+                k = keys.next()
+                items.append(f"{k}={spec.apply(k)}")
+            out["/".join(items)] = (part, str(jvm.org.apache.hadoop.fs.Path(part.location()).toString()))
+        return out
+
+    @available
+    def lakerank_apply_swap(self, target, stage, plan) -> Dict[str, int]:
+        """Re-point ``target``'s partitions per ``plan``: one metastore call each for the
+        replaced, created and dropped partitions."""
+        spark = self._session()
+        jvm = spark._jvm
+        catalog = spark._jsparkSession.sharedState().externalCatalog()
+        conv = jvm.scala.jdk.javaapi.CollectionConverters
+        new, old = self._partitions(stage), self._partitions(target)
+
+        def seq(items):
+            arr = jvm.java.util.ArrayList()
+            for item in items:
+                arr.add(item)
+            return conv.asScala(arr).toSeq()
+
+        if plan["replace"]:
+            catalog.alterPartitions(target.schema, target.identifier, seq(new[t][0] for t, _o, _n in plan["replace"]))
+        if plan["create"]:
+            catalog.createPartitions(
+                target.schema, target.identifier, seq(new[t][0] for t, _n in plan["create"]), True
+            )
+        if plan["drop"]:
+            catalog.dropPartitions(
+                target.schema, target.identifier,
+                seq(old[t][0].spec() for t, _o in plan["drop"] if t in old), True, False, True,
+            )
+        spark.catalog.refreshTable(f"{target.schema}.{target.identifier}")
+        return {"replaced": len(plan["replace"]), "created": len(plan["create"]), "dropped": len(plan["drop"])}
+
+    @available
+    def lakerank_rollback_swap(self, target, plan) -> str:
+        """Undo a (possibly partial) swap: every touched partition points at its location
+        from before the commit again, and the dead attempt's directories are deleted."""
+        spark = self._session()
+        current = self._partitions(target)
+
+        def spec_sql(t):
+            return ", ".join(
+                f"{k} = '{v}'" for k, v in (item.split("=", 1) for item in t.split("/"))
+            )
+
+        name = f"{target.schema}.{target.identifier}"
+        for t, old_loc, new_loc in plan["replace"]:
+            spark.sql(f"alter table {name} partition ({spec_sql(t)}) set location '{old_loc}'")
+            self.lakerank_delete_path(new_loc)
+        for t, new_loc in plan["create"]:
+            if t in current:
+                spark.sql(f"alter table {name} drop if exists partition ({spec_sql(t)})")
+            self.lakerank_delete_path(new_loc)
+        for t, old_loc in plan["drop"]:
+            spark.sql(f"alter table {name} add if not exists partition ({spec_sql(t)}) location '{old_loc}'")
+        spark.catalog.refreshTable(name)
+        return ""
+
+    @available
+    def lakerank_finish_swap(self, target, plan) -> str:
+        """After the commit is recorded: delete superseded directories, then the intent."""
+        for item in plan["replace"] + plan["drop"]:
+            old_loc = item[1]
+            if "/_v/" in old_loc:
+                self.lakerank_delete_path(old_loc)
+        return self.lakerank_clear_intent(target)

@@ -1,0 +1,132 @@
+{#-
+  pk_table — Paimon's primary-key table on plain parquet. One `dbt run` of the model is one
+  commit; the model's SELECT is the commit's input. Reference: docs/reference/pk_table.md.
+
+  Config
+    primary_key   list of key columns (required; must contain every partition column)
+    partition_by  list of partition columns (optional)
+    options       dict of Paimon table options, verbatim (merge-engine, sequence.field,
+                  fields.<f>.aggregate-function, changelog-producer, bucket, ...); validated
+                  before anything runs — an unknown key or value, or options that cannot
+                  work together, stop the run with a message naming the key
+    order_by      input column(s) giving the arrival order of the commit's rows (ties of
+                  sequence.field and deduplicate's "last" follow it); default: scan order
+    (var)         `lakerank_full_compaction`: true (or a list of model names) asks for a full
+                  compaction in this run, like Paimon's CALL sys.compact; with
+                  changelog-producer full-compaction that is when changelog is produced
+                  (also every `full-compaction.delta-commits` commits, if set)
+    commit_source optional: a lakerank commit source; the run commits only when that
+                  model has pending commits (use lakerank.pending_rows(ref(...)) as input)
+  An input column `rowkind` ('+I', '-U', '+U', '-D'; NULL or absent = '+I') is the row kind
+  and is not stored.
+
+  Storage: `<model>` (the merged rows; partitioned by partition_by + `_bucket`, bucket =
+  pmod(hash(bucket-key), bucket)), `<model>__audit_log` (changelog per producer, one
+  partition per commit), `<model>__state_log` (each commit's after-image per touched key:
+  time travel), `<model>__snapshots` (one row per commit). A commit rewrites only the
+  (partition, bucket) directories holding the keys it touches, into fresh directories;
+  the swap plan is written first (`_lakerank/intent.json`), so a run killed anywhere
+  is rolled back to the previous commit by the next run, which then applies its input once.
+-#}
+{% materialization pk_table, default %}
+  {%- set target = this.incorporate(type='table') -%}
+  {%- set primary_key = lakerank.as_list(config.require('primary_key')) -%}
+  {%- set partition_by = lakerank.as_list(config.get('partition_by')) -%}
+  {%- set order_by = lakerank.as_list(config.get('order_by')) -%}
+  {%- set options = config.get('options') or {} -%}
+  {%- set tables = lakerank.pk_side_tables(target) -%}
+  {%- set views = lakerank.pk_views(target) -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {% call statement('pk_source') -%}
+    create or replace temporary view {{ views.source }} as
+    {{ sql }}
+  {%- endcall %}
+  {%- set schema = adapter.lakerank_query_schema(views.source) -%}
+  {%- set layout = lakerank.pk_layout(schema, primary_key, partition_by, order_by) -%}
+  {%- set spec = adapter.lakerank_pk_spec(this.identifier, options, layout.columns, primary_key, partition_by) -%}
+  {%- set fingerprint = primary_key | join(',') ~ '|' ~ partition_by | join(',') ~ '|' ~ spec.bucket -%}
+
+  {%- if should_full_refresh() -%}
+    {%- for rel in [target, tables.audit, tables.state, tables.snapshots] -%}
+      {% do adapter.drop_relation(rel) %}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set existed = adapter.lakerank_table_exists(target) -%}
+  {%- if existed -%}
+    {%- set stored = adapter.lakerank_get_property(target, 'lakerank.layout', '') -%}
+    {%- if stored and stored != fingerprint -%}
+      {{ exceptions.raise_compiler_error("pk_table " ~ this ~ " is laid out as (primary key | partitions | bucket) = " ~ stored
+          ~ " but the model now says " ~ fingerprint ~ "; rebuild it with `dbt run --full-refresh`") }}
+    {%- endif -%}
+  {%- endif -%}
+  {%- if existed -%}
+    {%- for key, flag in [('ignore-delete', spec.ignore_delete), ('ignore-update-before', spec.ignore_update_before)] -%}
+      {%- if adapter.lakerank_get_property(target, 'lakerank.' ~ key, 'false') == 'true' and not flag -%}
+        {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": option '" ~ key ~ "': Cannot change " ~ key ~ " from true to false.") }}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {% do lakerank.pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by) %}
+  {%- set snapshot_id = lakerank.pk_recover(target, tables) -%}
+  {%- set commit_id = snapshot_id + 1 -%}
+  {%- set compaction = lakerank.pk_compaction(target, spec, options, commit_id) -%}
+
+  {%- set window = lakerank.commit_window() if config.get('commit_source') else none -%}
+  {%- if window is not none and existed and not window['pending'] and not should_full_refresh() -%}
+    {%- set touched = [] -%}
+  {%- else -%}
+    {% call statement('pk_input') -%}
+      create or replace temporary view {{ views.input }} as
+      select
+        {%- for c in layout.columns %}
+        {{ c.name }},
+        {%- endfor %}
+        {{ lakerank.pk_kind_expr(layout.has_rowkind, this.identifier) }} as __kind,
+        {{ lakerank.pk_arrival_expr(order_by) }} as __arrival,
+        {{ lakerank.pk_bucket_expr(spec) }} as _bucket
+      from {{ views.source }}
+    {%- endcall %}
+    {% call statement('pk_cache_input') -%} cache table {{ views.input }} {%- endcall %}
+    {%- set touched = lakerank.query_values(
+          "select distinct " ~ lakerank.pk_partition_string(partition_by) ~ " from " ~ views.input) -%}
+  {%- endif -%}
+
+  {%- if touched | length == 0 -%}
+    {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
+  {%- else -%}
+    {% do lakerank.pk_merge(target, views, layout, spec, partition_by, touched) %}
+    {%- set root = adapter.lakerank_table_location(target) -%}
+    {% call statement('drop_pk_stage') -%} drop table if exists {{ tables.stage }} {%- endcall %}
+    {% call statement('main') -%}
+      create table {{ tables.stage }}
+      using parquet partitioned by ({% for p in partition_by %}{{ p }}, {% endfor %}_bucket)
+      location '{{ root }}/_v/c{{ commit_id }}_{{ invocation_id[:8] }}'
+      as {{ lakerank.pk_new_buckets(target, views, layout, spec, partition_by, touched) }}
+    {%- endcall %}
+    {% do lakerank.pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) %}
+    {%- set plan = adapter.lakerank_plan_swap(target, tables.stage, touched, commit_id) -%}
+    {% do lakerank.pk_write_snapshot(tables, views, plan, commit_id, snapshot_id) %}
+    {% do adapter.lakerank_apply_swap(target, tables.stage, plan) %}
+    {% call statement('pk_record_commit') -%}
+      alter table {{ target }} set tblproperties (
+        'lakerank.snapshot_id' = '{{ commit_id }}',
+        'lakerank.ignore-delete' = '{{ spec.ignore_delete | lower }}',
+        'lakerank.ignore-update-before' = '{{ spec.ignore_update_before | lower }}'
+        {%- if compaction.full %}, 'lakerank.full_compaction_id' = '{{ commit_id }}'{% endif %}
+        {%- if window is not none %}, '{{ lakerank.commit_property() }}' = '{{ window['to'] }}'{% endif %})
+    {%- endcall %}
+    {% do adapter.lakerank_finish_swap(target, plan) %}
+    {% call statement('drop_pk_stage_after') -%} drop table if exists {{ tables.stage }} {%- endcall %}
+    {% call statement('pk_uncache') -%} uncache table if exists {{ views.merged }} {%- endcall %}
+  {%- endif -%}
+  {%- if window is not none and window['pending'] and touched | length == 0 -%}
+    {% do lakerank.record_commit(target, window['to']) %}
+  {%- endif -%}
+  {% call statement('pk_uncache_input') -%} uncache table if exists {{ views.input }} {%- endcall %}
+
+  {{ run_hooks(post_hooks) }}
+  {% do persist_docs(target, model) %}
+  {{ return({'relations': [target]}) }}
+{% endmaterialization %}

@@ -1,0 +1,354 @@
+{#- Building blocks of the pk_table materialization (see pk_table.sql). -#}
+
+{% macro as_list(value) -%}
+  {%- if value is none -%}{{ return([]) }}
+  {%- elif value is string -%}{{ return([value]) }}
+  {%- else -%}{{ return(value | list) }}
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- The relations kept beside a pk_table. -#}
+{% macro pk_side_tables(target) -%}
+  {%- set out = {} -%}
+  {%- for suffix in ['audit_log', 'state_log', 'snapshots', 'stage'] -%}
+    {%- do out.update({suffix.split('_')[0]: api.Relation.create(
+          schema=target.schema, identifier=target.identifier ~ '__' ~ suffix, type='table')}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{%- endmacro %}
+
+
+{#- Session-local temporary views of one commit. -#}
+{% macro pk_views(target) -%}
+  {%- set out = {} -%}
+  {%- for name in ['source', 'input', 'stored', 'merged_raw', 'merged'] -%}
+    {%- do out.update({name: target.identifier ~ '__lr_' ~ name}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{%- endmacro %}
+
+
+{#- Stored columns (partition columns last, `rowkind` dropped) and checks of the config
+    against the model's columns. -#}
+{% macro pk_layout(schema, primary_key, partition_by, order_by) -%}
+  {%- set names = schema | map(attribute='name') | list -%}
+  {%- for group, cols in [('primary_key', primary_key), ('partition_by', partition_by), ('order_by', order_by)] -%}
+    {%- for c in cols -%}
+      {%- if c not in names -%}
+        {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": " ~ group ~ " column '" ~ c
+            ~ "' is not a column of the model (columns: " ~ names | join(', ') ~ ")") }}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- if primary_key | length == 0 -%}
+    {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": config primary_key is empty") }}
+  {%- endif -%}
+  {%- for p in partition_by -%}
+    {%- if p not in primary_key -%}
+      {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": partition column '" ~ p
+          ~ "' must be part of primary_key (cross-partition upsert is not supported)") }}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if '_bucket' in names -%}
+    {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": column name '_bucket' is reserved") }}
+  {%- endif -%}
+  {%- set columns = [] -%}
+  {%- for c in schema if c.name != 'rowkind' and c.name not in partition_by -%}{%- do columns.append(c) -%}{%- endfor -%}
+  {%- for p in partition_by -%}
+    {%- for c in schema if c.name == p -%}{%- do columns.append(c) -%}{%- endfor -%}
+  {%- endfor -%}
+  {{ return({'columns': columns, 'names': columns | map(attribute='name') | list, 'has_rowkind': 'rowkind' in names}) }}
+{%- endmacro %}
+
+
+{% macro pk_create_tables(target, tables, layout, fingerprint, primary_key, pcols) -%}
+  {% call statement('pk_create_target') -%}
+    create table if not exists {{ target }} (
+      {%- for c in layout.columns %}
+      {{ c.name }} {{ c.type }},
+      {%- endfor %}
+      _bucket int
+    ) using parquet
+    partitioned by ({% for p in pcols %}{{ p }}, {% endfor %}_bucket)
+    tblproperties ('lakerank.layout' = '{{ fingerprint }}',
+                   'lakerank.primary_key' = '{{ primary_key | join(",") }}')
+  {%- endcall %}
+  {% call statement('pk_create_audit') -%}
+    create table if not exists {{ tables.audit }} (
+      rowkind string,
+      {%- for c in layout.columns %}
+      {{ c.name }} {{ c.type }},
+      {%- endfor %}
+      _commit_time timestamp,
+      _commit_id bigint
+    ) using parquet partitioned by (_commit_id)
+  {%- endcall %}
+  {% call statement('pk_create_state') -%}
+    create table if not exists {{ tables.state }} (
+      {%- for c in layout.columns %}
+      {{ c.name }} {{ c.type }},
+      {%- endfor %}
+      _live boolean,
+      _commit_id bigint
+    ) using parquet partitioned by (_commit_id)
+  {%- endcall %}
+  {% call statement('pk_create_snapshots') -%}
+    create table if not exists {{ tables.snapshots }} (
+      commit_time timestamp,
+      commit_kind string,
+      input_record_count bigint,
+      touched_key_count bigint,
+      changelog_record_count bigint,
+      rewritten_partitions int,
+      rewritten_bytes bigint,
+      superseded_bytes bigint,
+      snapshot_id bigint
+    ) using parquet partitioned by (snapshot_id)
+  {%- endcall %}
+{%- endmacro %}
+
+
+{#- Bring the table back to its last recorded commit: finish a commit whose record was
+    written, roll back one that died before, and drop log partitions of a dead attempt.
+    Returns the last recorded snapshot id. -#}
+{% macro pk_recover(target, tables) -%}
+  {%- set snapshot_id = adapter.lakerank_get_property(target, 'lakerank.snapshot_id', '0') | int -%}
+  {%- set intent = adapter.lakerank_read_intent(target) -%}
+  {%- if intent is not none -%}
+    {%- if intent['commit_id'] <= snapshot_id -%}
+      {% do adapter.lakerank_finish_swap(target, intent) %}
+    {%- else -%}
+      {{ log("pk_table " ~ target ~ ": rolling back unfinished commit " ~ intent['commit_id'], info=true) }}
+      {% do adapter.lakerank_rollback_swap(target, intent) %}
+      {% do adapter.lakerank_clear_intent(target) %}
+    {%- endif -%}
+  {%- endif -%}
+  {%- for rel, col in [(tables.audit, '_commit_id'), (tables.state, '_commit_id'), (tables.snapshots, 'snapshot_id')] -%}
+    {% call statement('pk_drop_dead_' ~ col) -%}
+      alter table {{ rel }} drop if exists partition ({{ col }} = {{ snapshot_id + 1 }})
+    {%- endcall %}
+  {%- endfor -%}
+  {{ return(snapshot_id) }}
+{%- endmacro %}
+
+
+{% macro pk_kind_expr(has_rowkind, model_name) -%}
+  {%- if has_rowkind -%}
+    case
+      when rowkind is null then '+I'
+      when upper(rowkind) in ('+I', '-U', '+U', '-D') then upper(rowkind)
+      else raise_error(concat('pk_table {{ model_name }}: unsupported rowkind ', rowkind,
+                              ' (expected +I, -U, +U or -D)'))
+    end
+  {%- else -%}
+    '+I'
+  {%- endif -%}
+{%- endmacro %}
+
+
+{% macro pk_arrival_expr(order_by) -%}
+  {%- if order_by -%}
+    row_number() over (order by {{ order_by | join(', ') }})
+  {%- else -%}
+    monotonically_increasing_id()
+  {%- endif -%}
+{%- endmacro %}
+
+
+{% macro pk_bucket_expr(spec) -%}
+  {%- if spec.bucket > 1 -%}
+    pmod(hash({{ spec.bucket_key | join(', ') }}), {{ spec.bucket }})
+  {%- else -%}
+    0
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- The "col=value/.../_bucket=n" name of a row's directory (matches metastore specs). -#}
+{% macro pk_partition_string(partition_by) -%}
+  concat_ws('/', {% for p in partition_by %}concat('{{ p }}=', cast({{ p }} as string)), {% endfor -%}
+  concat('_bucket=', cast(_bucket as string)))
+{%- endmacro %}
+
+
+{#- Rows of the (partition, bucket) directories in `touched`: literal IN lists per column
+    (static partition pruning) plus the exact combination. -#}
+{% macro pk_touched_filter(partition_by, touched) -%}
+  {%- set values = {} -%}
+  {%- for t in touched -%}
+    {%- for item in t.split('/') -%}
+      {%- set kv = item.split('=', 1) -%}
+      {%- do values.setdefault(kv[0], []) -%}
+      {%- if kv[1] not in values[kv[0]] -%}{%- do values[kv[0]].append(kv[1]) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- for col in partition_by + ['_bucket'] -%}
+    {{ lakerank.partition_filter(col, values.get(col, [])) }} and
+  {% endfor -%}
+  {{ lakerank.pk_partition_string(partition_by) }} in ({% for t in touched %}'{{ t }}'{{ ', ' if not loop.last }}{% endfor %})
+{%- endmacro %}
+
+
+{#- The commit's merge: stored rows of the touched keys + the input, per key, through
+    python_udfs.pk_commit (cached: its output feeds the data, the logs and the snapshot). -#}
+{% macro pk_merge(target, views, layout, spec, partition_by, touched) -%}
+  {% call statement('pk_stored') -%}
+    create or replace temporary view {{ views.stored }} as
+    select {% for c in layout.names %}stored.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
+    from {{ target }} as stored
+    left semi join {{ views.input }} as input
+      on {% for k in spec.primary_key %}stored.{{ k }} <=> input.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+    where {{ lakerank.pk_touched_filter(partition_by, touched) }}
+  {%- endcall %}
+  {% do adapter.lakerank_pk_merge(views.input, views.stored, spec, layout.names, views.merged_raw) %}
+  {% call statement('pk_merged') -%}
+    create or replace temporary view {{ views.merged }} as select * from {{ views.merged_raw }}
+  {%- endcall %}
+  {% call statement('pk_cache_merged') -%} cache table {{ views.merged }} {%- endcall %}
+{%- endmacro %}
+
+
+{#- Complete new contents of the touched (partition, bucket) directories: their untouched
+    keys as they were, plus the merged rows of the touched keys. -#}
+{% macro pk_new_buckets(target, views, layout, spec, partition_by, touched) -%}
+  select {% for c in layout.names %}kept.{{ c }}, {% endfor %}kept._bucket
+  from {{ target }} as kept
+  left anti join {{ views.input }} as input
+    on {% for k in spec.primary_key %}kept.{{ k }} <=> input.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+  where {{ lakerank.pk_touched_filter(partition_by, touched) }}
+  union all
+  select {% for c in layout.names %}{{ c }}, {% endfor %}{{ lakerank.pk_bucket_expr(spec) }} as _bucket
+  from {{ views.merged }}
+  where __role = 'after'
+{%- endmacro %}
+
+
+{#- The commit's after-image per touched key (state log, for time travel) and its
+    changelog per `changelog-producer` (audit log). -#}
+{#- Does this commit run a full compaction (changelog-producer full-compaction), and from
+    which earlier compaction does its changelog diff? -#}
+{% macro pk_compaction(target, spec, options, commit_id) -%}
+  {%- set requested = var('lakerank_full_compaction', false) -%}
+  {%- if requested is not boolean and requested is not none -%}
+    {%- set requested = this.identifier in lakerank.as_list(requested) -%}
+  {%- endif -%}
+  {%- set periodic = 'full-compaction.delta-commits' in options and commit_id % spec.delta_commits == 0 -%}
+  {%- set last = adapter.lakerank_get_property(target, 'lakerank.full_compaction_id', '0') | int -%}
+  {{ return({'full': (requested or periodic) and spec.changelog_producer == 'full-compaction', 'since': last}) }}
+{%- endmacro %}
+
+
+{% macro pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) -%}
+  {% call statement('pk_state_log') -%}
+    insert overwrite table {{ tables.state }} partition (_commit_id = {{ commit_id }})
+    select {% for c in layout.names %}{{ c }}, {% endfor %}true as _live
+    from {{ views.merged }}
+    where __role = 'after'
+    union all
+    select {% for c in layout.names %}stored.{{ c }}, {% endfor %}false as _live
+    from {{ views.stored }} as stored
+    left anti join (select * from {{ views.merged }} where __role = 'after') as after
+      on {% for k in spec.primary_key %}stored.{{ k }} <=> after.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+  {%- endcall %}
+  {%- set producer = spec.changelog_producer -%}
+  {% call statement('pk_audit_log') -%}
+    insert overwrite table {{ tables.audit }} partition (_commit_id = {{ commit_id }})
+    {% if producer == 'full-compaction' and not (compaction.full and compaction.since == commit_id - 1) -%}
+      {%- if compaction.full -%}
+        {{ lakerank.pk_compaction_changelog(tables, layout, spec, compaction.since, commit_id) }}
+      {%- else -%}
+        select cast(null as string), {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp()
+        from {{ views.merged }} where false
+      {%- endif -%}
+    {%- else -%}
+      select __kind as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
+      from {{ views.merged }}
+      where __role = '{{ {'none': 'premerged', 'input': 'input', 'lookup': 'lookup', 'full-compaction': 'lookup'}[producer] }}'
+    {%- endif %}
+  {%- endcall %}
+{%- endmacro %}
+
+
+{#- full-compaction changelog with `full-compaction.delta-commits` = k: at every k-th commit,
+    the lookup rule between the state at the previous full compaction and now, for the keys
+    changed in between (changes in between collapse into one before/after pair). -#}
+{% macro pk_compaction_changelog(tables, layout, spec, from_commit, to_commit) -%}
+  {%- set pk = spec.primary_key -%}
+  {%- set compared = [] -%}
+  {%- for c in layout.names if c not in pk and c not in spec.row_dedup_ignore -%}{%- do compared.append(c) -%}{%- endfor -%}
+  with
+  keys as (
+    select distinct {{ pk | join(', ') }} from {{ tables.state }}
+    where _commit_id > {{ from_commit }} and _commit_id <= {{ to_commit }}
+  ),
+  before_rows as (
+    select b.* from {{ lakerank.pk_state_at(tables.state, layout.names, pk, from_commit) }} as b
+    left semi join keys on {% for k in pk %}b.{{ k }} <=> keys.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+  ),
+  after_rows as (
+    select a.* from {{ lakerank.pk_state_at(tables.state, layout.names, pk, to_commit) }} as a
+    left semi join keys on {% for k in pk %}a.{{ k }} <=> keys.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+  ),
+  paired as (
+    select
+      {%- for c in layout.names %}
+      b.{{ c }} as b__{{ c }}, a.{{ c }} as a__{{ c }},
+      {%- endfor %}
+      b.{{ pk[0] }} is not null as has_before,
+      a.{{ pk[0] }} is not null as has_after
+    from before_rows as b
+    full outer join after_rows as a
+      on {% for k in pk %}b.{{ k }} <=> a.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+    {%- if spec.row_dedup %}
+    where not (b.{{ pk[0] }} is not null and a.{{ pk[0] }} is not null
+      {%- for c in compared %} and b.{{ c }} <=> a.{{ c }}{% endfor %})
+    {%- endif %}
+  ),
+  kinds as (
+    select stack(2,
+      case when has_after then '-U' else '-D' end, false,
+      case when has_before then '+U' else '+I' end, true) as (rowkind, is_after),
+      paired.*
+    from paired
+  )
+  select rowkind,
+    {%- for c in layout.names %}
+    case when is_after then a__{{ c }} else b__{{ c }} end as {{ c }},
+    {%- endfor %}
+    current_timestamp() as _commit_time
+  from kinds
+  where (is_after and has_after) or (not is_after and has_before)
+{%- endmacro %}
+
+
+{#- Live rows of a pk_table as of `commit_id`, replayed from its state log. -#}
+{% macro pk_state_at(state, names, primary_key, commit_id) -%}
+  (select {{ names | join(', ') }} from (
+     select *, row_number() over (
+       partition by {{ primary_key | join(', ') }} order by _commit_id desc) as __newest
+     from {{ state }} where _commit_id <= {{ commit_id }})
+   where __newest = 1 and _live)
+{%- endmacro %}
+
+
+{% macro pk_write_snapshot(tables, views, plan, commit_id, snapshot_id) -%}
+  {%- set written = [] -%}
+  {%- set superseded = [] -%}
+  {%- for item in plan['replace'] -%}{%- do written.append(item[2]) -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
+  {%- for item in plan['create'] -%}{%- do written.append(item[1]) -%}{%- endfor -%}
+  {%- for item in plan['drop'] -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
+  {% call statement('pk_snapshot') -%}
+    insert overwrite table {{ tables.snapshots }} partition (snapshot_id = {{ commit_id }})
+    select
+      current_timestamp() as commit_time,
+      'APPEND' as commit_kind,
+      (select count(*) from {{ views.input }}) as input_record_count,
+      (select count(*) from {{ views.merged }} where __pos = 0)
+        as touched_key_count,
+      (select count(*) from {{ tables.audit }} where _commit_id = {{ commit_id }}) as changelog_record_count,
+      {{ written | length }} as rewritten_partitions,
+      {{ adapter.lakerank_path_bytes(written) }} as rewritten_bytes,
+      {{ adapter.lakerank_path_bytes(superseded) }} as superseded_bytes
+  {%- endcall %}
+{%- endmacro %}
