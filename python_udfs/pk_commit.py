@@ -77,7 +77,12 @@ def _key_merger(spec_json: str, columns: List[str], schema_json: str):
         from python_udfs.paimon_merge import commit_key
 
         spec = _spec_cache(spec_json)
-        schema = to_arrow_schema(StructType.fromJson(json.loads(schema_json)))
+        # Spark expects timestamps back in UTC (it sends them in the session time zone).
+        schema = _SCHEMAS.get(schema_json)
+        if schema is None:
+            schema = _SCHEMAS[schema_json] = to_arrow_schema(
+                StructType.fromJson(json.loads(schema_json)), timezone="UTC"
+            )
         rows = table.to_pylist()
         stored = [r for r in rows if r[META_SRC] == "stored"]
         incoming = sorted((r for r in rows if r[META_SRC] == "input"), key=lambda r: r[META_ARRIVAL])
@@ -105,6 +110,7 @@ def _key_merger(spec_json: str, columns: List[str], schema_json: str):
 
 
 _SPECS: Dict[str, Dict[str, Any]] = {}
+_SCHEMAS: Dict[str, Any] = {}
 
 
 def _spec_cache(spec_json: str) -> Dict[str, Any]:

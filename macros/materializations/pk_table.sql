@@ -17,6 +17,8 @@
                   (also every `full-compaction.delta-commits` commits, if set)
     commit_source optional: a lakerank commit source; the run commits only when that
                   model has pending commits (use lakerank.pending_rows(ref(...)) as input)
+    state_fingerprint optional: settings the table's state depends on (a run with other
+                  settings stops unless --full-refresh)
   An input column `rowkind` ('+I', '-U', '+U', '-D'; NULL or absent = '+I') is the row kind
   and is not stored.
 
@@ -39,6 +41,19 @@
 
   {{ run_hooks(pre_hooks) }}
 
+  {%- if should_full_refresh() -%}
+    {%- for rel in [target, tables.audit, tables.state, tables.snapshots] -%}
+      {% do adapter.drop_relation(rel) %}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set existed = adapter.lakerank_table_exists(target) -%}
+  {%- if existed -%}
+    {% do lakerank.check_fingerprint(target, config.get('state_fingerprint')) %}
+    {%- set snapshot_id = lakerank.pk_recover(target, tables) -%}
+  {%- else -%}
+    {%- set snapshot_id = 0 -%}
+  {%- endif -%}
+
   {% call statement('pk_source') -%}
     create or replace temporary view {{ views.source }} as
     {{ sql }}
@@ -48,12 +63,6 @@
   {%- set spec = adapter.lakerank_pk_spec(this.identifier, options, layout.columns, primary_key, partition_by) -%}
   {%- set fingerprint = primary_key | join(',') ~ '|' ~ partition_by | join(',') ~ '|' ~ spec.bucket -%}
 
-  {%- if should_full_refresh() -%}
-    {%- for rel in [target, tables.audit, tables.state, tables.snapshots] -%}
-      {% do adapter.drop_relation(rel) %}
-    {%- endfor -%}
-  {%- endif -%}
-  {%- set existed = adapter.lakerank_table_exists(target) -%}
   {%- if existed -%}
     {%- set stored = adapter.lakerank_get_property(target, 'lakerank.layout', '') -%}
     {%- if stored and stored != fingerprint -%}
@@ -69,7 +78,6 @@
     {%- endfor -%}
   {%- endif -%}
   {% do lakerank.pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by) %}
-  {%- set snapshot_id = lakerank.pk_recover(target, tables) -%}
   {%- set commit_id = snapshot_id + 1 -%}
   {%- set compaction = lakerank.pk_compaction(target, spec, options, commit_id) -%}
 
@@ -115,6 +123,7 @@
         'lakerank.ignore-delete' = '{{ spec.ignore_delete | lower }}',
         'lakerank.ignore-update-before' = '{{ spec.ignore_update_before | lower }}'
         {%- if compaction.full %}, 'lakerank.full_compaction_id' = '{{ commit_id }}'{% endif %}
+        {%- if config.get('state_fingerprint') %}, 'lakerank.fingerprint' = '{{ config.get('state_fingerprint') }}'{% endif %}
         {%- if window is not none %}, '{{ lakerank.commit_property() }}' = '{{ window['to'] }}'{% endif %})
     {%- endcall %}
     {% do adapter.lakerank_finish_swap(target, plan) %}
@@ -124,6 +133,9 @@
   {%- if window is not none and window['pending'] and touched | length == 0 -%}
     {% do lakerank.record_commit(target, window['to']) %}
   {%- endif -%}
+  {%- set buckets = [] -%}
+  {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
+  {% do lakerank.remember_written(target, '_bucket', buckets | unique | list) %}
   {% call statement('pk_uncache_input') -%} uncache table if exists {{ views.input }} {%- endcall %}
 
   {{ run_hooks(post_hooks) }}

@@ -124,7 +124,8 @@
       {% do adapter.lakerank_clear_intent(target) %}
     {%- endif -%}
   {%- endif -%}
-  {%- for rel, col in [(tables.audit, '_commit_id'), (tables.state, '_commit_id'), (tables.snapshots, 'snapshot_id')] -%}
+  {%- for rel, col in [(tables.audit, '_commit_id'), (tables.state, '_commit_id'), (tables.snapshots, 'snapshot_id')]
+        if adapter.lakerank_table_exists(rel) -%}
     {% call statement('pk_drop_dead_' ~ col) -%}
       alter table {{ rel }} drop if exists partition ({{ col }} = {{ snapshot_id + 1 }})
     {%- endcall %}
@@ -157,8 +158,15 @@
 
 
 {% macro pk_bucket_expr(spec) -%}
-  {%- if spec.bucket > 1 -%}
-    pmod(hash({{ spec.bucket_key | join(', ') }}), {{ spec.bucket }})
+  {{ lakerank.bucket_of(spec.bucket_key, spec.bucket) }}
+{%- endmacro %}
+
+
+{#- The pk_table bucket of key `columns` in a table with `buckets` buckets (option
+    `bucket`; -1 or 1 = one bucket): use it to read only the buckets holding some keys. -#}
+{% macro bucket_of(columns, buckets) -%}
+  {%- if buckets | int > 1 -%}
+    cast(pmod(hash({{ lakerank.as_list(columns) | join(', ') }}), {{ buckets | int }}) as int)
   {%- else -%}
     0
   {%- endif -%}
