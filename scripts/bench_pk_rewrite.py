@@ -23,7 +23,7 @@ MODEL = """\
 {{ config(materialized='pk_table', primary_key=['k'],
           options={'merge-engine': 'deduplicate', 'changelog-producer': 'lookup',
                    'bucket': var('buckets')}) }}
-select id as k, id % 97 as v, concat('payload-', id, '-', var('tag')) as note
+select id as k, id % 97 as v, concat('payload-', id, '-{{ var("tag") }}') as note
 from range({{ var('first') }}, {{ var('last') }}, {{ var('step') }})
 """
 

@@ -50,6 +50,7 @@
   {%- if existed -%}
     {% do lakerank.check_fingerprint(target, config.get('state_fingerprint')) %}
     {%- set snapshot_id = lakerank.pk_recover(target, tables) -%}
+    {% do adapter.lakerank_drop_dead_stage(target, tables.stage) %}
   {%- else -%}
     {%- set snapshot_id = 0 -%}
   {%- endif -%}
@@ -106,17 +107,21 @@
   {%- else -%}
     {% do lakerank.pk_merge(target, views, layout, spec, partition_by, touched) %}
     {%- set root = adapter.lakerank_table_location(target) -%}
-    {% call statement('drop_pk_stage') -%} drop table if exists {{ tables.stage }} {%- endcall %}
+
     {% call statement('main') -%}
       create table {{ tables.stage }}
       using parquet partitioned by ({% for p in partition_by %}{{ p }}, {% endfor %}_bucket)
       location '{{ root }}/_v/c{{ commit_id }}_{{ invocation_id[:8] }}'
       as {{ lakerank.pk_new_buckets(target, views, layout, spec, partition_by, touched) }}
     {%- endcall %}
+    {% do lakerank.fault_point('staged') %}
     {% do lakerank.pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) %}
+    {% do lakerank.fault_point('logged') %}
     {%- set plan = adapter.lakerank_plan_swap(target, tables.stage, touched, commit_id) -%}
     {% do lakerank.pk_write_snapshot(tables, views, plan, commit_id, snapshot_id) %}
+    {% do lakerank.fault_point('planned') %}
     {% do adapter.lakerank_apply_swap(target, tables.stage, plan) %}
+    {% do lakerank.fault_point('swapped') %}
     {% call statement('pk_record_commit') -%}
       alter table {{ target }} set tblproperties (
         'lakerank.snapshot_id' = '{{ commit_id }}',
@@ -126,6 +131,7 @@
         {%- if config.get('state_fingerprint') %}, 'lakerank.fingerprint' = '{{ config.get('state_fingerprint') }}'{% endif %}
         {%- if window is not none %}, '{{ lakerank.commit_property() }}' = '{{ window['to'] }}'{% endif %})
     {%- endcall %}
+    {% do lakerank.fault_point('recorded') %}
     {% do adapter.lakerank_finish_swap(target, plan) %}
     {% call statement('drop_pk_stage_after') -%} drop table if exists {{ tables.stage }} {%- endcall %}
     {% call statement('pk_uncache') -%} uncache table if exists {{ views.merged }} {%- endcall %}

@@ -22,7 +22,7 @@
 {#- Session-local temporary views of one commit. -#}
 {% macro pk_views(target) -%}
   {%- set out = {} -%}
-  {%- for name in ['source', 'input', 'stored', 'merged_raw', 'merged'] -%}
+  {%- for name in ['source', 'input', 'stored', 'simple', 'complex', 'merged_raw', 'merged'] -%}
     {%- do out.update({name: target.identifier ~ '__lr_' ~ name}) -%}
   {%- endfor -%}
   {{ return(out) }}
@@ -199,19 +199,50 @@
 
 
 {#- The commit's merge: stored rows of the touched keys + the input, per key, through
-    python_udfs.pk_commit (cached: its output feeds the data, the logs and the snapshot). -#}
+    python_udfs.pk_commit (cached: its output feeds the data, the logs and the snapshot).
+    Fast path: a new key with a single add row keeps that row unchanged (Paimon's
+    single-record shortcut), so it is handled in SQL — unless the merge function must see
+    it (lookup compaction on partial-update/aggregation) or rowkind.field decides kinds. -#}
 {% macro pk_merge(target, views, layout, spec, partition_by, touched) -%}
+  {%- set on_key = [] -%}
+  {%- for k in spec.primary_key -%}{%- do on_key.append('a.' ~ k ~ ' <=> b.' ~ k) -%}{%- endfor -%}
+  {%- set fast = spec.rowkind_field is none
+        and (spec.engine in ['deduplicate', 'first-row'] or not spec.lookup_compaction) -%}
   {% call statement('pk_stored') -%}
     create or replace temporary view {{ views.stored }} as
-    select {% for c in layout.names %}stored.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
-    from {{ target }} as stored
-    left semi join {{ views.input }} as input
-      on {% for k in spec.primary_key %}stored.{{ k }} <=> input.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+    select {% for c in layout.names %}a.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
+    from {{ target }} as a
+    left semi join {{ views.input }} as b on {{ on_key | join(' and ') }}
     where {{ lakerank.pk_touched_filter(partition_by, touched) }}
   {%- endcall %}
-  {% do adapter.lakerank_pk_merge(views.input, views.stored, spec, layout.names, views.merged_raw) %}
+  {% call statement('pk_simple') -%}
+    create or replace temporary view {{ views.simple }} as
+    {% if fast -%}
+    select a.* from {{ views.input }} as a
+    left semi join (
+      select {{ spec.primary_key | join(', ') }} from {{ views.input }}
+      group by {{ spec.primary_key | join(', ') }}
+      having count(*) = 1 and max(__kind) in ('+I', '+U') and min(__kind) in ('+I', '+U')
+    ) as b on {{ on_key | join(' and ') }}
+    left anti join {{ views.stored }} as b on {{ on_key | join(' and ') }}
+    {%- else -%}
+    select * from {{ views.input }} where false
+    {%- endif %}
+  {%- endcall %}
+  {% call statement('pk_complex') -%}
+    create or replace temporary view {{ views.complex }} as
+    select a.* from {{ views.input }} as a
+    left anti join {{ views.simple }} as b on {{ on_key | join(' and ') }}
+  {%- endcall %}
+  {% do adapter.lakerank_pk_merge(views.complex, views.stored, spec, layout.names, views.merged_raw) %}
+  {%- set cols = layout.names | join(', ') -%}
   {% call statement('pk_merged') -%}
-    create or replace temporary view {{ views.merged }} as select * from {{ views.merged_raw }}
+    create or replace temporary view {{ views.merged }} as
+    select * from {{ views.merged_raw }}
+    union all
+    select {{ cols }}, stack(4, 'after', '+I', 0, 'premerged', __kind, 1, 'input', __kind, 2,
+                                'lookup', '+I', 3) as (__role, __kind, __pos)
+    from {{ views.simple }}
   {%- endcall %}
   {% call statement('pk_cache_merged') -%} cache table {{ views.merged }} {%- endcall %}
 {%- endmacro %}
@@ -359,4 +390,14 @@
       {{ adapter.lakerank_path_bytes(written) }} as rewritten_bytes,
       {{ adapter.lakerank_path_bytes(superseded) }} as superseded_bytes
   {%- endcall %}
+{%- endmacro %}
+
+
+{#- Crash injection for tests: `--vars '{lakerank_fault: swapped}'` stops the run right
+    after that step (staged, logged, planned, swapped, recorded), leaving everything as a
+    killed process would. -#}
+{% macro fault_point(name) -%}
+  {%- if var('lakerank_fault', '') == name -%}
+    {{ exceptions.raise_compiler_error("lakerank_fault: stopped after step '" ~ name ~ "'") }}
+  {%- endif -%}
 {%- endmacro %}

@@ -12,9 +12,9 @@
 {%- endmacro %}
 
 
-{#- Project bucket of a project-keyed state table (var project_buckets). -#}
+{#- pk_table bucket of a project-keyed state table (var project_buckets). -#}
 {% macro project_bucket(col='project_id') -%}
-  cast(pmod(xxhash64({{ col }}), {{ var('project_buckets', 8) | int }}) as int)
+  {{ lakerank.bucket_of([col], var('project_buckets', 8)) }}
 {%- endmacro %}
 
 
@@ -57,7 +57,7 @@
     select a.project_id, s.segment_start, s.positions
     from {{ ref('int_project_rank_accumulation') }} as a
     lateral view explode(a.segments) e as s
-    where a.project_bucket in (select distinct {{ lakerank.project_bucket() }} from scope)
+    where a._bucket in (select distinct {{ lakerank.project_bucket() }} from scope)
       and a.project_id in (select project_id from scope)
   )
 {%- endmacro %}

@@ -29,7 +29,7 @@ touched as (
 
 accumulation as (
     select * from {{ ref('int_project_rank_accumulation') }}
-    where project_bucket in (select distinct {{ lakerank.project_bucket() }} from touched)
+    where _bucket in (select distinct {{ lakerank.project_bucket() }} from touched)
 ),
 
 before_images as (

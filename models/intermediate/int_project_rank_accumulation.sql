@@ -2,18 +2,23 @@
     with the rank positions it has used (`max_rn`), its latest sign time
     (`max_event_time`) and, per segment, the positions used there (`segments`, the
     index later stages use to find a project's partitions). Recomputed exactly for
-    touched projects from their touched slices; changes go to its audit log. -#}
+    touched projects from their touched slices and committed to a `pk_table`
+    (deduplicate, lookup changelog): a recomputed row replaces the project's row, a
+    project left without contracts gets a -D. -#}
 {{ config(
-    materialized='swap_partitions',
-    partition_by='project_bucket',
+    materialized='pk_table',
     primary_key=['project_id'],
-    changelog=true,
+    options={
+        'merge-engine': 'deduplicate',
+        'changelog-producer': 'lookup',
+        'changelog-producer.row-deduplicate': 'true',
+        'bucket': var('project_buckets'),
+    },
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- set touched_buckets = lakerank.touched_buckets() -%}
 {%- set touched_segments = lakerank.touched_segments() -%}
-{%- do lakerank.declare_partitions(touched_buckets) -%}
 
 with
 
@@ -22,7 +27,7 @@ changes as (
 ),
 
 existing as (
-    select * from {{ lakerank.prior_rows('project_bucket', touched_buckets) }}
+    select * from {{ lakerank.prior_rows('_bucket', touched_buckets) }}
 ),
 
 touched_slices as (
@@ -83,10 +88,11 @@ recomputed as (
     group by project_id
 ),
 
-untouched as (
+emptied as (
     select existing.*
     from existing
-    left anti join touched_slices on existing.project_id = touched_slices.project_id
+    left semi join touched_slices on existing.project_id = touched_slices.project_id
+    left anti join recomputed on existing.project_id = recomputed.project_id
 )
 
 select
@@ -94,13 +100,13 @@ select
     max_rn,
     max_event_time,
     segments,
-    project_bucket
-from untouched
+    '+I' as rowkind
+from recomputed
 union all
 select
     project_id,
     max_rn,
     max_event_time,
     segments,
-    {{ lakerank.project_bucket() }} as project_bucket
-from recomputed
+    '-D' as rowkind
+from emptied

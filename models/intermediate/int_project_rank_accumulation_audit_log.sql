@@ -14,7 +14,6 @@ select
     max_rn,
     max_event_time,
     segments,
-    project_bucket,
     _commit_id,
     _commit_time
 from audit

@@ -3,7 +3,7 @@
     rank positions used by the project's contracts with sign_time <= t for every t in
     [ver_start, ver_end); the open current version ends at 9999-12-31 23:59:59.
     Rebuilt for touched projects from their `rewrite_from` segment on (late data in
-    the middle of history corrects every later version). -#}
+    the middle of history corrects every later version) with `lakerank.zipper`. -#}
 {{ config(
     materialized='swap_partitions',
     partition_by='segment_start',
@@ -35,23 +35,23 @@ points as (
     group by slices.project_id, slices.segment_start, slices.sign_time
 ),
 
-versions as (
+point_values as (
     select
         points.project_id,
         points.ver_start,
         points.segment_start,
-        segment_bases.base_positions + points.positions_through as base_max_rn,
-        coalesce(
-            lead(points.ver_start) over (
-                partition by points.project_id order by points.ver_start
-            ),
-            {{ lakerank.open_version_end() }}
-        ) as ver_end
+        segment_bases.base_positions + points.positions_through as base_max_rn
     from points
     inner join segment_bases
         on
             points.project_id = segment_bases.project_id
             and points.segment_start = segment_bases.segment_start
+),
+
+versions as (
+    {{ lakerank.zipper(
+        'point_values', ['project_id'], 'ver_start', ['base_max_rn', 'segment_start'],
+        change_order=[], rowkind=none) }}
 ),
 
 kept as (

@@ -11,16 +11,12 @@ audit log up to c (lookup changelog); `lakerank.changes` must be the audit log s
 from __future__ import annotations
 
 import json
-import os
-import pathlib
-import textwrap
 from typing import Dict, List, Optional, Tuple
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pk_project import PkProject
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 COLS = ["k", "s", "v", "m"]
 Row = Dict[str, Optional[int]]
 
@@ -127,25 +123,13 @@ def apply_commit(model: str, state: Dict[int, Row], rows: List[Tuple[str, Row]])
 
 # -- dbt plumbing ------------------------------------------------------------------------------
 
-def _project(tmp: pathlib.Path) -> pathlib.Path:
-    project = tmp / "project"
-    (project / "models").mkdir(parents=True)
-    (project / "dbt_project.yml").write_text(textwrap.dedent("""\
-        name: pk_properties
-        version: "0.1.0"
-        config-version: 2
-        profile: lakerank
-        models:
-          lakerank:
-            +enabled: false
-        """))
-    (project / "packages.yml").write_text(f"packages:\n  - local: {ROOT}\n")
-    for name, options in MODELS.items():
-        (project / "models" / f"{name}.sql").write_text(
-            "{{ config(materialized='pk_table', primary_key=['k'], order_by=['ord'], options="
-            + json.dumps(options) + ") }}\n"
-            "select k, s, v, m, rowkind, ord from {{ var('rows_" + name + "') }}\n")
-    return project
+def _models() -> Dict[str, str]:
+    return {
+        name: "{{ config(materialized='pk_table', primary_key=['k'], order_by=['ord'], options="
+        + json.dumps(options) + ") }}\n"
+        "select k, s, v, m, rowkind, ord from {{ var('rows_" + name + "') }}\n"
+        for name, options in MODELS.items()
+    }
 
 
 def _values(rows: List[Tuple[str, Row]]) -> str:
@@ -158,32 +142,6 @@ def _values(rows: List[Tuple[str, Row]]) -> str:
         for i, (kind, r) in enumerate(rows))
     return (f"(select cast(k as int) as k, cast(s as int) as s, cast(v as int) as v, cast(m as int) as m, "
             f"rowkind, ord from values {body} as t(k, s, v, m, rowkind, ord))")
-
-
-class Runner:
-    def __init__(self, runner, project: pathlib.Path, home: pathlib.Path):
-        self.runner, self.project, self.home = runner, project, home
-
-    def invoke(self, *args: str, vars_: Optional[dict] = None):
-        os.environ["LAKERANK_HOME"] = str(self.home)
-        cli = [*args, "--project-dir", str(self.project), "--profiles-dir", str(ROOT / "profiles")]
-        if vars_ is not None:
-            cli += ["--vars", json.dumps(vars_)]
-        res = self.runner.invoke(cli)
-        assert res.success, f"dbt {args} failed: {res.exception or [r.message for r in res.result or []]}"
-        return res
-
-    def spark(self):
-        from dbt.adapters.lakerank.connections import current_thread_session
-
-        return current_thread_session()
-
-    def rows(self, sql: str) -> List[Row]:
-        return [r.asDict() for r in self.spark().sql(sql).collect()]
-
-    def compiled(self, inline: str) -> str:
-        res = self.invoke("compile", "--inline", inline, "--quiet")
-        return res.result.results[0].node.compiled_code
 
 
 def _as_state(rows: List[Row]) -> Dict[int, Row]:
@@ -205,9 +163,7 @@ def commits_st(kinds):
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_pk_tables_follow_the_merge_rules(runner, tmp_path_factory, data):
-    tmp = tmp_path_factory.mktemp("pk_props")
-    dbt = Runner(runner, _project(tmp), tmp / "home")
-    dbt.invoke("deps")
+    dbt = PkProject(runner, tmp_path_factory.mktemp("pk_props"), _models())
     commits = {name: data.draw(commits_st(KINDS[name]), label=name) for name in MODELS}
     expected = {name: {} for name in MODELS}
     history: Dict[str, List[Dict[int, Row]]] = {name: [] for name in MODELS}

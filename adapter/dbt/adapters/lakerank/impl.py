@@ -365,3 +365,18 @@ class LakerankAdapter(SparkAdapter):
             if "/_v/" in old_loc:
                 self.lakerank_delete_path(old_loc)
         return self.lakerank_clear_intent(target)
+
+    @available
+    def lakerank_drop_dead_stage(self, target, stage) -> str:
+        """Drop a stage table left by a dead run; delete its directory unless a partition of
+        ``target`` points into it (a recorded commit's data)."""
+        spark = self._session()
+        catalog = spark._jsparkSession.sharedState().externalCatalog()
+        if not catalog.tableExists(stage.schema, stage.identifier):
+            return ""
+        loc = self.lakerank_table_location(stage)
+        live = self.lakerank_partition_locations(target).values() if self.lakerank_table_exists(target) else []
+        if "/_v/" in loc and not any(p == loc or p.startswith(loc + "/") for p in live):
+            self.lakerank_delete_path(loc)
+        spark.sql(f"drop table if exists {stage.schema}.{stage.identifier}")
+        return ""
