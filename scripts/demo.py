@@ -17,6 +17,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEMO = ROOT / "seeds" / "demo"
+# The examples' streams (docs/examples.md): seeds/demo/<stream>/batch_NN.jsonl lands with batch_NN.
+EXAMPLE_STREAMS = ("payments", "design_changes", "projects")
 
 
 def main() -> int:
@@ -47,6 +49,12 @@ def main() -> int:
         else:
             shutil.copy(src, dst.with_suffix(".tmp"))
             os.replace(dst.with_suffix(".tmp"), dst)
+        for stream in EXAMPLE_STREAMS:
+            extra, extra_dst = DEMO / stream / src.name, home / "landing" / stream / f"demo_{src.name}"
+            if extra.exists() and not extra_dst.exists():
+                extra_dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(extra, extra_dst.with_suffix(".tmp"))
+                os.replace(extra_dst.with_suffix(".tmp"), extra_dst)
         started = time.time()
         result = runner.invoke(["build", *base])
         if not result.success:
@@ -100,6 +108,17 @@ def report_final(home: pathlib.Path) -> None:
     ).first()
     print(f"All events accounted for: landed {counts['landed']} = applied {counts['applied']} + no-op {counts['noop']}"
           f" + stale {counts['stale']} + before-image {counts['before_image']} + quarantined {counts['quarantined']}")
+    print("Examples (docs/examples.md) — wide table project_wide (seed 003):")
+    s.sql(
+        "select project_id, contract_count, contract_amount, payment_count, paid_amount, designer, design_status "
+        "from lakerank.project_wide order by project_id"
+    ).show(20, truncate=False)
+    print("Contracts with their project as of sign_time and now (seed 002):")
+    s.sql(
+        "select contract_id, project_id, date_format(sign_time, 'yyyy-MM-dd HH:mm:ss') as sign_time, "
+        "city, designer, status, latest_city, latest_designer, latest_status "
+        "from lakerank.fct_contract_enriched order by project_id, sign_time, contract_id"
+    ).show(50, truncate=False)
     print(f"\nTables: schema `lakerank` in {home}/warehouse (Derby metastore {home}/metastore_db).")
     print("Landing folder:", home / "landing" / "contracts")
     print("Query them with the same profile, e.g. `dbt show --profiles-dir profiles --inline "

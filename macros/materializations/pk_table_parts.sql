@@ -50,9 +50,10 @@
           ~ "' must be part of primary_key (cross-partition upsert is not supported)") }}
     {%- endif -%}
   {%- endfor -%}
-  {%- if '_bucket' in names -%}
-    {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": column name '_bucket' is reserved") }}
-  {%- endif -%}
+  {%- for reserved in ['_bucket', '_commit_id', '_commit_time', '_live'] if reserved in names -%}
+    {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": column name '" ~ reserved
+        ~ "' is reserved (used by the table's bucket, audit log and state log); rename or drop it") }}
+  {%- endfor -%}
   {%- set columns = [] -%}
   {%- for c in schema if c.name != 'rowkind' and c.name not in partition_by -%}{%- do columns.append(c) -%}{%- endfor -%}
   {%- for p in partition_by -%}

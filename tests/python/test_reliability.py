@@ -16,7 +16,7 @@ import pytest
 
 import cdc
 from checks import assert_all_exact
-from conftest import ROOT
+from conftest import PIPELINE_ONLY, ROOT
 
 DBT = shutil.which("dbt")
 
@@ -27,7 +27,7 @@ def dbt_subprocess(home, kill_after_marker: str | None = None, delay: float = 0.
     env = {**os.environ, "LAKERANK_HOME": str(home)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     proc = subprocess.Popen(
-        [DBT, "build", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")],
+        [DBT, "build", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), *PIPELINE_ONLY],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )
