@@ -12,6 +12,11 @@ one view with, per touched key, the rows each consumer needs (column ``__role``)
 The merge rules live in :mod:`python_udfs.paimon_merge`; this module only moves rows
 between Spark and that code, one key group at a time (``applyInArrow``), so nothing is
 collected to the driver.
+
+:func:`sql_mergeable` says whether the materialization may instead build the same view in
+plain Spark SQL (macro ``pk_sql_merge``, no Python worker): ``deduplicate`` and ``first-row``
+without ``rowkind.field``, with sequence fields and row-deduplicate columns of types whose
+Spark ordering / equality is exactly Python's (no float/double: NaN; no map: no equality).
 """
 
 from __future__ import annotations
@@ -107,6 +112,46 @@ def _key_merger(spec_json: str, columns: List[str], schema_json: str):
         return pa.Table.from_pylist(out, schema=schema)
 
     return merge_key
+
+
+#: Types whose Spark ordering equals Python's on the values pyarrow hands over.
+_SQL_ORDERED = frozenset(
+    {"tinyint", "smallint", "int", "bigint", "decimal", "string", "varchar", "boolean", "date", "timestamp", "timestamp_ntz"}
+)
+#: Types whose Spark null-safe equality (<=>) equals ``paimon_merge.values_equal``.
+_SQL_EQUAL = _SQL_ORDERED | {"binary"}
+
+
+def _sql_comparable(type_str: str) -> bool:
+    from python_udfs.paimon_options import parse_type
+
+    def ok(t) -> bool:
+        if t.name == "array":
+            return ok(t.element)
+        if t.name == "struct":
+            return all(ok(ft) for _, ft in t.fields)
+        return t.name in _SQL_EQUAL
+
+    return ok(parse_type(type_str))
+
+
+def sql_mergeable(spec: Dict[str, Any]) -> bool:
+    """Can macro ``pk_sql_merge`` produce exactly :func:`merge_commit`'s view for ``spec``?
+
+    Conservative: any option the SQL path does not model sends the commit to Python.
+    """
+    from python_udfs.paimon_options import parse_type
+
+    if spec.get("engine") not in ("deduplicate", "first-row") or spec.get("rowkind_field"):
+        return False
+    types = spec["column_types"]
+    if any(parse_type(types[f]).name not in _SQL_ORDERED for f in spec.get("sequence_fields") or []):
+        return False
+    if spec.get("row_dedup"):
+        ignore = set(spec.get("row_dedup_ignore") or [])
+        if not all(_sql_comparable(t) for name, t in spec["columns"] if name not in ignore):
+            return False
+    return True
 
 
 _SPECS: Dict[str, Dict[str, Any]] = {}

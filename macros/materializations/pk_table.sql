@@ -97,7 +97,7 @@
         {{ lakerank.pk_bucket_expr(spec) }} as _bucket
       from {{ views.source }}
     {%- endcall %}
-    {% call statement('pk_cache_input') -%} cache table {{ views.input }} {%- endcall %}
+    {% do adapter.lakerank_materialize_view(views.input) %}
     {%- set touched = lakerank.query_values(
           "select distinct " ~ lakerank.pk_partition_string(partition_by) ~ " from " ~ views.input) -%}
   {%- endif -%}
@@ -134,7 +134,7 @@
     {% do lakerank.fault_point('recorded') %}
     {% do adapter.lakerank_finish_swap(target, plan) %}
     {% call statement('drop_pk_stage_after') -%} drop table if exists {{ tables.stage }} {%- endcall %}
-    {% call statement('pk_uncache') -%} uncache table if exists {{ views.merged }} {%- endcall %}
+    {% call statement('pk_drop_merged') -%} drop view if exists {{ views.merged }} {%- endcall %}
   {%- endif -%}
   {%- if window is not none and window['pending'] and touched | length == 0 -%}
     {% do lakerank.record_commit(target, window['to']) %}
@@ -142,7 +142,7 @@
   {%- set buckets = [] -%}
   {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
   {% do lakerank.remember_written(target, '_bucket', buckets | unique | list) %}
-  {% call statement('pk_uncache_input') -%} uncache table if exists {{ views.input }} {%- endcall %}
+  {% call statement('pk_drop_input') -%} drop view if exists {{ views.input }} {%- endcall %}
 
   {{ run_hooks(post_hooks) }}
   {% do persist_docs(target, model) %}

@@ -199,23 +199,44 @@
 {%- endmacro %}
 
 
-{#- The commit's merge: stored rows of the touched keys + the input, per key, through
-    python_udfs.pk_commit (cached: its output feeds the data, the logs and the snapshot).
-    Fast path: a new key with a single add row keeps that row unchanged (Paimon's
-    single-record shortcut), so it is handled in SQL — unless the merge function must see
-    it (lookup compaction on partial-update/aggregation) or rowkind.field decides kinds. -#}
+{#- The commit's merge: stored rows of the touched keys + the input, per key, as one view
+    (`__role` after/premerged/input/lookup, `__kind`, `__pos`; contract: python_udfs.pk_commit),
+    computed once (its output feeds the data, the logs and the snapshot).
+    SQL path (pk_sql_merge): deduplicate and first-row option sets that plain Spark SQL
+    reproduces exactly (python_udfs.pk_commit.sql_mergeable); everything else goes through
+    the Python kernel, with a SQL fast path for new keys with a single add row (Paimon's
+    single-record shortcut) — unless the merge function must see it (lookup compaction on
+    partial-update/aggregation) or rowkind.field decides kinds. -#}
 {% macro pk_merge(target, views, layout, spec, partition_by, touched) -%}
-  {%- set on_key = [] -%}
-  {%- for k in spec.primary_key -%}{%- do on_key.append('a.' ~ k ~ ' <=> b.' ~ k) -%}{%- endfor -%}
-  {%- set fast = spec.rowkind_field is none
-        and (spec.engine in ['deduplicate', 'first-row'] or not spec.lookup_compaction) -%}
+  {%- set on_key = lakerank.pk_key_match('a', 'b', spec.primary_key) -%}
   {% call statement('pk_stored') -%}
     create or replace temporary view {{ views.stored }} as
     select {% for c in layout.names %}a.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
     from {{ target }} as a
-    left semi join {{ views.input }} as b on {{ on_key | join(' and ') }}
+    left semi join {{ views.input }} as b on {{ on_key }}
     where {{ lakerank.pk_touched_filter(partition_by, touched) }}
   {%- endcall %}
+  {%- if adapter.lakerank_pk_sql_mergeable(spec) -%}
+    {% call statement('pk_merged') -%}
+      create or replace temporary view {{ views.merged }} as
+      {{ lakerank.pk_sql_merge(views, layout, spec) }}
+    {%- endcall %}
+  {%- else -%}
+    {% do lakerank.pk_python_merge(views, layout, spec, on_key) %}
+  {%- endif -%}
+  {% do adapter.lakerank_materialize_view(views.merged) %}
+{%- endmacro %}
+
+
+{% macro pk_key_match(a, b, primary_key) -%}
+  {%- for k in primary_key %}{{ a }}.{{ k }} <=> {{ b }}.{{ k }}{{ ' and ' if not loop.last }}{% endfor -%}
+{%- endmacro %}
+
+
+{#- The merge through python_udfs.pk_commit (applyInArrow), new single-row keys in SQL. -#}
+{% macro pk_python_merge(views, layout, spec, on_key) -%}
+  {%- set fast = spec.rowkind_field is none
+        and (spec.engine in ['deduplicate', 'first-row'] or not spec.lookup_compaction) -%}
   {% call statement('pk_simple') -%}
     create or replace temporary view {{ views.simple }} as
     {% if fast -%}
@@ -224,8 +245,8 @@
       select {{ spec.primary_key | join(', ') }} from {{ views.input }}
       group by {{ spec.primary_key | join(', ') }}
       having count(*) = 1 and max(__kind) in ('+I', '+U') and min(__kind) in ('+I', '+U')
-    ) as b on {{ on_key | join(' and ') }}
-    left anti join {{ views.stored }} as b on {{ on_key | join(' and ') }}
+    ) as b on {{ on_key }}
+    left anti join {{ views.stored }} as b on {{ on_key }}
     {%- else -%}
     select * from {{ views.input }} where false
     {%- endif %}
@@ -233,7 +254,7 @@
   {% call statement('pk_complex') -%}
     create or replace temporary view {{ views.complex }} as
     select a.* from {{ views.input }} as a
-    left anti join {{ views.simple }} as b on {{ on_key | join(' and ') }}
+    left anti join {{ views.simple }} as b on {{ on_key }}
   {%- endcall %}
   {% do adapter.lakerank_pk_merge(views.complex, views.stored, spec, layout.names, views.merged_raw) %}
   {%- set cols = layout.names | join(', ') -%}
@@ -245,7 +266,98 @@
                                 'lookup', '+I', 3) as (__role, __kind, __pos)
     from {{ views.simple }}
   {%- endcall %}
-  {% call statement('pk_cache_merged') -%} cache table {{ views.merged }} {%- endcall %}
+{%- endmacro %}
+
+
+{#- python_udfs.paimon_merge.commit_key for deduplicate / first-row in SQL, all keys at once.
+    Per key, the write-filtered input rows and the stored row (arrival -1, kind +I) are
+    ranked by merge order: the "winner" is the last (deduplicate: sequence fields, NULL
+    smallest, then arrival) or the first (first-row: arrival) — the stored row loses ties
+    to input rows under deduplicate and wins them under first-row, as in Paimon. `after` =
+    the winner of stored + input if it is an add; `premerged` = the winner of the input
+    alone; `lookup` = +I / -U,+U / -D from stored vs after (nothing when no input row
+    survived the filters; first-row only +I; row-deduplicate drops -U/+U of equal rows).
+    `__pos` = the kernel's emit position: after, premerged, inputs by arrival, lookup. -#}
+{% macro pk_sql_merge(views, layout, spec) -%}
+  {%- set cols = layout.names | join(', ') -%}
+  {%- set pk = spec.primary_key | join(', ') -%}
+  {%- set first_row = spec.engine == 'first-row' -%}
+  {%- set order = [] -%}
+  {%- for f in spec.sequence_fields -%}
+    {%- do order.append(f ~ (' asc' if spec.seq_descending else ' desc') ~ ' nulls last') -%}
+  {%- endfor -%}
+  {%- do order.append('__arrival' ~ (' asc' if first_row else ' desc')) -%}
+  {%- set compared = [] -%}
+  {%- for c in layout.names if c not in spec.row_dedup_ignore -%}{%- do compared.append(c) -%}{%- endfor -%}
+  {%- set is_add = "__kind in ('+I', '+U')" -%}
+  with
+  rows as (
+    select {{ cols }}, __kind, cast(__arrival as bigint) as __arrival, false as __stored
+    from {{ views.input }}
+    where case
+      when {{ is_add }} then true
+      {%- if spec.ignore_delete %}
+      else false
+      {%- else %}
+      {%- if spec.ignore_update_before %}
+      when __kind = '-U' then false
+      {%- endif %}
+      else {{ "raise_error('By default, First row merge engine can not accept DELETE/UPDATE_BEFORE records.\\nYou can config \\'ignore-delete\\' to ignore the DELETE/UPDATE_BEFORE records.')" if first_row else 'true' }}
+      {%- endif %}
+    end
+    union all
+    select {{ cols }}, '+I' as __kind, cast(-1 as bigint) as __arrival, true as __stored
+    from {{ views.stored }}
+  ),
+  ranked as (
+    select *,
+      row_number() over (partition by {{ pk }} order by {{ order | join(', ') }}) as __win,
+      row_number() over (partition by {{ pk }} order by __stored, {{ order | join(', ') }}) as __pre,
+      count_if(not __stored) over (partition by {{ pk }}) as __n,
+      count_if(not __stored) over (partition by {{ pk }} order by __arrival
+                                   rows between unbounded preceding and current row) as __i,
+      max(__stored) over (partition by {{ pk }}) as __has_stored
+    from rows
+  ),
+  keyed as (
+    select *,
+      max(__win = 1 and {{ is_add }}) over (partition by {{ pk }}) as __has_after
+      {%- if spec.row_dedup and compared %},
+      first(case when __win = 1 then struct({{ compared | join(', ') }}) end, true)
+        over (partition by {{ pk }}) as __new,
+      first(case when __stored then struct({{ compared | join(', ') }}) end, true)
+        over (partition by {{ pk }}) as __old
+      {%- endif %}
+    from ranked
+  ),
+  judged as (
+    select *,
+      {% if first_row -%}
+      __has_stored
+      {%- elif spec.row_dedup -%}
+      __has_stored and __has_after
+        {%- for c in compared %} and __old.{{ c }} <=> __new.{{ c }}{% endfor %}
+      {%- else -%}
+      false
+      {%- endif %} as __no_update
+    from keyed
+  )
+  select {{ cols }}, 'after' as __role, '+I' as __kind, 0 as __pos
+  from judged where __win = 1 and {{ is_add }}
+  union all
+  select {{ cols }}, 'premerged', __kind, cast(__has_after as int)
+  from judged where __pre = 1 and not __stored
+  union all
+  select {{ cols }}, 'input', __kind, cast(cast(__has_after as int) + __i as int)
+  from judged where not __stored
+  union all
+  select {{ cols }}, 'lookup', case when __has_after then '-U' else '-D' end,
+    cast(cast(__has_after as int) + 1 + __n as int)
+  from judged where __stored and __n > 0 and not __no_update
+  union all
+  select {{ cols }}, 'lookup', case when __has_stored then '+U' else '+I' end,
+    cast(2 + __n + cast(__has_stored as int) as int)
+  from judged where __win = 1 and {{ is_add }} and __n > 0 and not __no_update
 {%- endmacro %}
 
 

@@ -222,6 +222,29 @@ class LakerankAdapter(SparkAdapter):
         merge_commit(spark, input_view, stored_view, dict(spec), list(columns), out_view)
         return ""
 
+    @available
+    def lakerank_pk_sql_mergeable(self, spec) -> bool:
+        """Whether the commit's merge can run as plain Spark SQL (python_udfs.pk_commit)."""
+        from python_udfs.pk_commit import sql_mergeable
+
+        return sql_mergeable(dict(spec))
+
+    @available
+    def lakerank_materialize_view(self, view: str) -> str:
+        """Compute temporary view ``view`` once and re-register it as its rows.
+
+        ``cache table`` keeps the view's plan: every later statement re-analyses the whole
+        chain of SQL views below it (the model's SELECT each time) and matches it against
+        the cache, seconds per statement. A local checkpoint cuts the lineage: the view
+        becomes a leaf. Without an embedded session it falls back to ``cache table``.
+        """
+        spark = self._session()
+        if spark is None:
+            self.execute(f"cache table {view}")
+        else:
+            spark.table(view).localCheckpoint(eager=True).createOrReplaceTempView(view)
+        return ""
+
     def _fs(self, location: str):
         spark = self._session()
         path = spark._jvm.org.apache.hadoop.fs.Path(location)
