@@ -108,18 +108,55 @@ __all__ = [
 ]
 
 CHANGELOG_DDL = (
-    "rowkind STRING, project_id BIGINT, contract_id BIGINT, sign_time TIMESTAMP, "
-    "amount DECIMAL(18,2), op_ts TIMESTAMP, _seq BIGINT, _source_file STRING, "
+    "rowkind STRING, project_id BIGINT, contract_id BIGINT, sign_time TIMESTAMP_NTZ, "
+    "amount DECIMAL(18,2), op_ts TIMESTAMP_NTZ, _seq BIGINT, _source_file STRING, "
     "_source_line BIGINT, _commit_id BIGINT"
 )
 QUARANTINE_DDL = (
     "reason STRING, raw_line STRING, _source_file STRING, _source_line BIGINT, "
-    "_quarantined_at TIMESTAMP, _commit_id BIGINT"
+    "_quarantined_at TIMESTAMP_NTZ, _commit_id BIGINT"
 )
 INGEST_LOG_DDL = (
     "files BIGINT, events_landed BIGINT, applied BIGINT, noop BIGINT, stale BIGINT, "
-    "before_image BIGINT, quarantined BIGINT, _committed_at TIMESTAMP, _commit_id BIGINT"
+    "before_image BIGINT, quarantined BIGINT, _committed_at TIMESTAMP_NTZ, _commit_id BIGINT"
 )
+
+# Business times (sign_time, op_ts) are wall-clock values of the business time zone, kept as
+# TIMESTAMP_NTZ: they read back exactly as landed whatever the JVM's, the session's or the
+# reader's zone, and a local time that does not exist in a daylight-saving zone is kept as
+# written. They travel through the state as microseconds since 1970-01-01 00:00:00 on that
+# wall clock (zone-free arithmetic, no conversion to an instant).
+_EPOCH_NTZ = "timestamp_ntz'1970-01-01 00:00:00'"
+
+
+def parse_ntz(text, *formats):
+    """The first of ``formats`` that parses ``text`` as a TIMESTAMP_NTZ, else NULL."""
+    from pyspark.sql import functions as F
+
+    # Parsed as an instant at offset +00:00 and read back as wall-clock microseconds: no
+    # session zone is involved (a cast from TIMESTAMP would shift 02:30 on a spring-forward day).
+    parsed = [ntz_from_micros(F.unix_micros(F.try_to_timestamp(F.concat(text, F.lit(" +0000")), F.lit(f + " Z"))))
+              for f in formats]
+    return parsed[0] if len(parsed) == 1 else F.coalesce(*parsed)
+
+
+def ntz_micros(col):
+    """Wall-clock microseconds of a TIMESTAMP_NTZ since 1970-01-01 00:00:00 (zone-free)."""
+    from pyspark.sql import functions as F
+
+    # From the wall-clock fields: timestampdiff normalises through the session zone, which
+    # moves a local time inside a daylight-saving gap by an hour.
+    days = F.datediff(F.to_date(col), F.lit("1970-01-01")).cast("bigint")
+    seconds = days * 86400 + F.hour(col) * 3600 + F.minute(col) * 60
+    return seconds * 1_000_000 + (F.date_part(F.lit("SECOND"), col) * 1_000_000).cast("bigint")
+
+
+def ntz_from_micros(col):
+    """Inverse of :func:`ntz_micros`."""
+    from pyspark.sql import functions as F
+
+    return F.timestamp_add("MICROSECOND", col, F.expr(_EPOCH_NTZ))
+
 
 _OUTCOMES = ("applied", "noop", "stale", "before_image", "quarantined")
 _ROWKINDS = ("+I", "-U", "+U", "-D")
@@ -286,12 +323,9 @@ def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
     op = F.when(jtype("op") == "STRING", jstr("op"))
     contract_id = as_int("contract_id")
     project_id = as_int("project_id")
-    sign_time = F.when(jtype("sign_time") == "STRING",
-                       F.try_to_timestamp(jstr("sign_time"), F.lit("yyyy-MM-dd HH:mm:ss")))
-    op_ts = F.when(jtype("op_ts") == "STRING", F.coalesce(
-        F.try_to_timestamp(jstr("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss.SSS")),
-        F.try_to_timestamp(jstr("op_ts"), F.lit("yyyy-MM-dd HH:mm:ss")),
-    ))
+    sign_time = F.when(jtype("sign_time") == "STRING", parse_ntz(jstr("sign_time"), "yyyy-MM-dd HH:mm:ss"))
+    op_ts = F.when(jtype("op_ts") == "STRING",
+                   parse_ntz(jstr("op_ts"), "yyyy-MM-dd HH:mm:ss.SSS", "yyyy-MM-dd HH:mm:ss"))
     # A JSON number or a string holding one; rounded half-up to 2 places
     # (Spark's cast); NULL if it does not fit decimal(18,2).
     amount = F.regexp_replace(jstr("amount"), r"^\s+|\s+$", "").try_cast("decimal(18,2)")
@@ -327,9 +361,9 @@ def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
         F.when(valid, contract_id).alias("contract_id"),
         F.when(valid, op).alias("op"),
         F.when(valid, project_id).alias("project_id"),
-        F.when(valid, F.unix_micros(sign_time)).alias("sign_us"),
+        F.when(valid, ntz_micros(sign_time)).alias("sign_us"),
         F.when(valid, amount.cast("string")).alias("amount"),
-        F.when(valid, F.unix_micros(op_ts)).alias("op_ts_us"),
+        F.when(valid, ntz_micros(op_ts)).alias("op_ts_us"),
     )
 
 
@@ -534,7 +568,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
             if batch_us is None:
                 import time
                 batch_us = int(time.time() * 1_000_000)
-            batch_ts = F.timestamp_micros(F.lit(int(batch_us)))
+            batch_ts = F.timestamp_micros(F.lit(int(batch_us))).cast("timestamp_ntz")  # business wall clock
 
             if stats["quarantined"]:
                 quarantine = (
@@ -565,9 +599,9 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                         kind.alias("rowkind"),
                         F.col("project_id"),
                         F.col("contract_id"),
-                        F.timestamp_micros("sign_us").alias("sign_time"),
+                        ntz_from_micros(F.col("sign_us")).alias("sign_time"),
                         F.col("amount").cast("decimal(18,2)").alias("amount"),
-                        F.timestamp_micros("op_ts_us").alias("op_ts"),
+                        ntz_from_micros(F.col("op_ts_us")).alias("op_ts"),
                         F.row_number().over(order).cast("bigint").alias("_seq"),
                         F.col("file").alias("_source_file"),
                         F.col("line").alias("_source_line"),

@@ -29,7 +29,7 @@ Schema
   (``missing <name>``); an optional missing value is NULL;
 * ``options``: ``{"formats": [...]}`` date/timestamp patterns tried in order (default
   ``yyyy-MM-dd HH:mm:ss.SSS`` then ``yyyy-MM-dd HH:mm:ss`` for timestamps,
-  ``yyyy-MM-dd`` for dates; session time zone), ``{"values": [...]}`` the allowed values
+  ``yyyy-MM-dd`` for dates; timestamps are stored as TIMESTAMP_NTZ, the wall clock as written), ``{"values": [...]}`` the allowed values
   (after the cast).
 
 Names are plain identifiers not starting with ``_`` (those are the ingest's own).
@@ -78,6 +78,7 @@ from python_udfs.contract_ingest import (
     _ensure_table,
     _mkdirs,
     _offset_log_timestamp_us,
+    parse_ntz,
     _publish_partition,
     _quote_name,
     landing_path,
@@ -95,11 +96,11 @@ __all__ = [
 
 QUARANTINE_DDL = (
     "reason STRING, raw_line STRING, _source_file STRING, _source_line BIGINT, "
-    "_quarantined_at TIMESTAMP, _commit_id BIGINT"
+    "_quarantined_at TIMESTAMP_NTZ, _commit_id BIGINT"
 )
 INGEST_LOG_DDL = (
     "files BIGINT, events_landed BIGINT, applied BIGINT, quarantined BIGINT, "
-    "_committed_at TIMESTAMP, _commit_id BIGINT"
+    "_committed_at TIMESTAMP_NTZ, _commit_id BIGINT"
 )
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -160,9 +161,14 @@ def normalise_fields(fields: Sequence[Sequence[Any]]) -> List[Dict[str, Any]]:
     return out
 
 
+# A declared `timestamp` is a wall-clock business time: stored as TIMESTAMP_NTZ so it reads
+# back exactly as landed in any zone (see contract_ingest.parse_ntz).
+_STORED_TYPE = {"timestamp": "timestamp_ntz"}
+
+
 def table_ddl(fields: Sequence[Sequence[Any]]) -> str:
     """DDL of the ingest's table for ``fields`` (the declared fields, then lineage)."""
-    cols = [f"{f['name']} {f['type'].upper()}" for f in normalise_fields(fields)]
+    cols = [f"{f['name']} {_STORED_TYPE.get(f['type'], f['type']).upper()}" for f in normalise_fields(fields)]
     return ", ".join(cols + ["_source_file STRING", "_source_line BIGINT", "_commit_id BIGINT"])
 
 
@@ -232,10 +238,11 @@ def _parsed_stream(spark, landing_dir: str, fields: List[Dict[str, Any]],
         elif t == "boolean":
             value = F.when(jtype(name) == "BOOLEAN", F.expr(f"try_variant_get(v, '$.{name}', 'boolean')"))
         else:  # date, timestamp
-            parse = F.try_to_timestamp if t == "timestamp" else (
-                lambda c, fmt: F.to_date(F.try_to_timestamp(c, fmt)))
-            value = F.when(jtype(name) == "STRING",
-                           F.coalesce(*[parse(jstr(name), F.lit(fmt)) for fmt in f["formats"]]))
+            if t == "timestamp":  # wall clock as written, zone-free (contract_ingest.parse_ntz)
+                parsed = parse_ntz(jstr(name), *f["formats"])
+            else:
+                parsed = F.coalesce(*[F.to_date(F.try_to_timestamp(jstr(name), F.lit(fmt))) for fmt in f["formats"]])
+            value = F.when(jtype(name) == "STRING", parsed)
         if f["values"] is not None:
             value = F.when(value.isin(*f["values"]), value)
         return value
@@ -320,7 +327,7 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
                 batch_us = _offset_log_timestamp_us(checkpoint_dir, commit_id)
             if batch_us is None:
                 batch_us = int(time.time() * 1_000_000)
-            batch_ts = F.timestamp_micros(F.lit(int(batch_us)))
+            batch_ts = F.timestamp_micros(F.lit(int(batch_us))).cast("timestamp_ntz")  # business wall clock
 
             if stats["quarantined"]:
                 quarantine = (

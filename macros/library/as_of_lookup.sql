@@ -17,5 +17,5 @@
 
 {#- The end of an open (current) version in lakerank's zipper tables. -#}
 {% macro open_version_end() -%}
-  timestamp '9999-12-31 23:59:59'
+  timestamp_ntz '9999-12-31 23:59:59'
 {%- endmacro %}

@@ -17,7 +17,7 @@
     oldest first (default ['_commit_id']; [] for none). NULL sorts oldest.
   - rowkind: the row-kind column (`+I`, `-U`, `+U`, `-D`); none = every row is an add.
   - open_end: SQL expression for the end of the open (current) version; default
-    lakerank.open_version_end() (timestamp '9999-12-31 23:59:59'); 'null' for NULL.
+    lakerank.open_version_end() (timestamp_ntz '9999-12-31 23:59:59'); 'null' for NULL.
   - collapse_unchanged: merge consecutive versions whose values are equal (NULL-safe).
 
   Semantics

@@ -18,10 +18,10 @@ from python_udfs.landing_ingest import run_commit_union
 
 DDL = (
     "rowkind STRING, project_id BIGINT, "
-    "contract_count BIGINT, contract_amount DECIMAL(18,2), last_sign_time TIMESTAMP, "
-    "contracts_changed_at TIMESTAMP, "
-    "payment_count BIGINT, paid_amount DECIMAL(18,2), last_pay_time TIMESTAMP, "
-    "designer STRING, design_status STRING, design_changed_at TIMESTAMP, design_op_ts TIMESTAMP, "
+    "contract_count BIGINT, contract_amount DECIMAL(18,2), last_sign_time TIMESTAMP_NTZ, "
+    "contracts_changed_at TIMESTAMP_NTZ, "
+    "payment_count BIGINT, paid_amount DECIMAL(18,2), last_pay_time TIMESTAMP_NTZ, "
+    "designer STRING, design_status STRING, design_changed_at TIMESTAMP_NTZ, design_op_ts TIMESTAMP_NTZ, "
     "design_change_id BIGINT, "
     "source_stream STRING, source_commit_id BIGINT, _commit_id BIGINT"
 )

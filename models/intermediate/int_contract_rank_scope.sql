@@ -4,8 +4,12 @@
     live contracts (the zipper version in force at `touched_from` lives there); one row
     per segment of the project from `rewrite_from` on, before or after this window.
     The zipper and the fact table rewrite exactly these (project, segment) partitions.
-    Segment lists come from the accumulation after the window and from its audit log's
-    before images; the window starts at the older watermark of the two consumers. -#}
+    Segment lists come from the accumulation after the window (which this build has
+    already committed) and from the window's changes: segments before `touched_from`
+    are untouched by the window, and a segment emptied by the window has a change in it.
+    (Before images of the accumulation are not needed, and reading them by commit id
+    was the defect of issue F.1: the accumulation's audit log numbers its own commits.)
+    The window starts at the older watermark of the two consumers. -#}
 {{ config(
     materialized='table',
     commit_source='stg_contract_changelog',
@@ -32,25 +36,12 @@ accumulation as (
     where _bucket in (select distinct {{ lakerank.project_bucket() }} from touched)
 ),
 
-before_images as (
-    select * from {{ ref('int_project_rank_accumulation_audit_log') }}
-    where
-        _commit_id > {{ w['from'] }} and _commit_id <= {{ w['to'] }}
-        and rowkind in ('-U', '-D')
-),
-
 listed_segments as (
     select
         accumulation.project_id,
         entry.segment_start
     from accumulation
         lateral view explode(accumulation.segments) exploded as entry
-    union all
-    select
-        before_images.project_id,
-        entry.segment_start
-    from before_images
-        lateral view explode(before_images.segments) exploded as entry
     union all
     select
         project_id,

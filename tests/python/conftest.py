@@ -70,7 +70,9 @@ class Lakerank:
         df = spark.table(f"{SCHEMA}.{name}")
         cols = []
         for field in df.schema.fields:
-            if field.dataType.typeName() == "timestamp":
+            if field.dataType.typeName() == "timestamp_ntz":  # zone-free (date_format is not)
+                cols.append(f"cast({field.name} as string) as {field.name}")
+            elif field.dataType.typeName() == "timestamp":
                 cols.append(f"date_format({field.name}, 'yyyy-MM-dd HH:mm:ss') as {field.name}")
             elif field.dataType.typeName() == "decimal":
                 cols.append(f"cast({field.name} as string) as {field.name}")

@@ -387,7 +387,7 @@ def read(lr, sql: str) -> pd.DataFrame:
     cols = []
     for f in df.schema.fields:
         name = f"`{f.name}`"
-        if f.dataType.typeName() == "timestamp":
+        if f.dataType.typeName() in ("timestamp", "timestamp_ntz"):
             cols.append(f"case when {name} is null then null when date_format({name}, 'SSS') = '000' "
                         f"then date_format({name}, 'yyyy-MM-dd HH:mm:ss') "
                         f"else date_format({name}, 'yyyy-MM-dd HH:mm:ss.SSS') end as {name}")

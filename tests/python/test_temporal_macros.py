@@ -120,7 +120,7 @@ class Analyst:
         df = spark.table(sql_or_table) if " " not in sql_or_table.strip() else spark.sql(sql_or_table)
         cols = []
         for f in df.schema.fields:
-            if f.dataType.typeName() == "timestamp":
+            if f.dataType.typeName() in ("timestamp", "timestamp_ntz"):
                 cols.append(f"date_format(`{f.name}`, 'yyyy-MM-dd HH:mm:ss') as `{f.name}`")
             elif f.dataType.typeName() == "decimal":
                 cols.append(f"cast(`{f.name}` as string) as `{f.name}`")
