@@ -3,8 +3,10 @@
 ``run_contract_ingest`` consumes every file under a landing folder that an
 earlier call has not consumed yet (Structured Streaming, ``availableNow``,
 checkpoint in ``checkpoint_dir``), validates each line, applies the valid
-events to per-contract state kept across calls (``applyInPandasWithState``)
-and writes, per micro-batch (= commit ``_commit_id``), three tables:
+events to per-contract state kept across calls in a state table, with set
+operations only (a join and window functions; no Python UDF, no Python
+worker) and writes, per micro-batch (= commit ``_commit_id``), three tables
+(plus the state's delta):
 
 * ``changelog_table``: the clean retract changelog of the contracts' live
   state (``+I``, ``-U``/``+U`` pairs, ``-D``), every transition, in
@@ -69,18 +71,57 @@ types. The first failing check gives the quarantine reason:
 Duplicate keys in one object make the line ``invalid json`` (VARIANT refuses
 them).
 
-Cost
-----
-``applyInPandasWithState`` pays about 1-1.5 ms of Python worker time per
-contract touched per batch on this machine (pandas conversion of each group;
-the state function itself is plain Python over one packed column), so a
-batch costs in proportion to the contracts it touches, not to the history.
+State table and cost
+--------------------
+The state is a table (``state_table``, parquet, partitioned by
+``_commit_id``): partition ``c`` holds one row per contract that commit ``c``
+changed (its last effective event's order key, live flag and live image; a
+``-D`` leaves a non-live row, the tombstone). A contract's state *as of before
+commit b* is its row of the greatest ``_commit_id < b``. A batch is one
+set-based pass:
+
+1. the events left-join the stored state of their contracts (a semi-join of
+   the state partitions ``< b`` with the batch's contract ids, then
+   ``max_by(row, _commit_id)``);
+2. ``-U`` -> ``before_image``; an event at or before the stored key -> ``stale``;
+   the others are *effective*: within a batch they are applied in key order and
+   each sets the state outright (upsert: live with its image; delete: not live),
+   so the state an effective event sees is ``lag`` over the contract's
+   effective events, the stored state for the first; outcome and changelog rows
+   (``-U``/``+U``, ``+I``, ``-D``) follow from that and the event; the last
+   effective event of each contract (``lead`` is NULL) is its new state row;
+3. ``_seq`` is ``row_number`` over the commit's rows by (op_ts, file, line, n).
+
+Cost of a commit: the window work and all writes follow the batch (events,
+changelog rows, one state row per contract changed); the state read is one
+columnar scan of the state partitions below the batch, filtered by the
+batch's contracts before any shuffle (a 1e6-contract state scans in about
+a second here), so it grows with the number of contracts ever seen, not with
+the number of events. Compaction bounds the number of partitions: when
+``COMPACT_AT_PARTITIONS`` (16) committed partitions lie below the batch, they
+are folded into the newest of them (its latest rows, a fresh directory, one
+metastore call) and the older ones dropped; the fold rewrites the state (one
+row per contract), i.e. every 16 commits, amortised 1/16 of the state per
+commit. Trade-off: contract-id buckets (one partition per hash bucket,
+rewritten when touched) would make the read follow the touched buckets, but a
+small batch of random contracts touches most buckets unless there are
+thousands of them, each touched bucket costs a rewrite and a metastore call,
+and the replay rule would need an old and a new row per contract; a scan with
+no per-contract work was cheaper at the sizes measured. A backlog (first
+build on a big landing folder) is one batch: one pass, whatever its size.
 
 Crash safety
 ------------
 Structured Streaming replays an uncommitted batch with the same
-``batch_id`` and the same files, and the state function is deterministic, so
-a replay produces the same rows. Each table's partition for a commit is
+``batch_id`` and the same files; the stream itself is stateless (the state is
+the table). A batch reads the state *as of before* its commit (partitions
+``< batch_id``) and ignores any rows a killed attempt of the same batch
+wrote, so a replay computes the same rows from the same inputs and never
+applies an event twice; the state delta is published last, like the other
+tables. Only one batch can be uncommitted at a time (batches run in order, the
+next starts after the commit log records this one), and compaction only folds
+committed partitions (``< batch_id``), so a replay never finds its input state
+folded away. Each table's partition for a commit is
 written as parquet into a fresh directory ``<table>/_commit_id=<id>/<uuid>``
 and then published with one metastore call (``ADD PARTITION ... LOCATION``
 or ``PARTITION ... SET LOCATION``): readers see the old partition or the new
@@ -89,6 +130,10 @@ The timestamps ``_quarantined_at`` / ``_committed_at`` are the micro-batch's
 timestamp recorded in the checkpoint's offset log, so a replay writes
 identical rows. A replay leaves the directory written by the killed attempt
 behind, unreferenced (deleting it could break a reader in flight).
+
+A checkpoint written by the earlier ingest (state in a RocksDB state store
+under ``<checkpoint>/state``) is refused when its state table does not exist
+yet: starting it from an empty state would re-apply history wrongly.
 """
 
 from __future__ import annotations
@@ -105,6 +150,7 @@ __all__ = [
     "CHANGELOG_DDL",
     "QUARANTINE_DDL",
     "INGEST_LOG_DDL",
+    "STATE_DDL",
 ]
 
 CHANGELOG_DDL = (
@@ -301,11 +347,22 @@ def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
         .withColumn("v", F.expr("try_parse_json(text)"))
     )
 
+    # Three projections, each field's JSON type and text extracted once (Spark evaluates an
+    # expression inside a later CASE branch again wherever it appears; separate projections
+    # with non-trivial columns are not collapsed, so each value is computed once per line).
+    fields = ("op", "contract_id", "project_id", "sign_time", "amount", "op_ts")
+    typed = lines.select(
+        "file", "line", "n_events", "text", "v",
+        F.expr("schema_of_variant(v)").alias("t_"),
+        *[F.expr(f"schema_of_variant(variant_get(v, '$.{n}'))").alias(f"t_{n}") for n in fields],
+        *[F.expr(f"try_variant_get(v, '$.{n}', 'string')").alias(f"s_{n}") for n in fields],
+    )
+
     def jtype(name):  # NULL if absent, 'VOID' if JSON null
-        return F.expr(f"schema_of_variant(variant_get(v, '$.{name}'))")
+        return F.col(f"t_{name}")
 
     def jstr(name):  # a string's content, or the JSON text of another value
-        return F.expr(f"try_variant_get(v, '$.{name}', 'string')")
+        return F.col(f"s_{name}")
 
     def present(name):
         return jtype(name).isNotNull() & (jtype(name) != "VOID")
@@ -319,22 +376,29 @@ def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
     def shown(name):
         return F.concat(F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'"))
 
-    trimmed = F.regexp_replace("text", r"^\s+|\s+$", "")
-    op = F.when(jtype("op") == "STRING", jstr("op"))
-    contract_id = as_int("contract_id")
-    project_id = as_int("project_id")
-    sign_time = F.when(jtype("sign_time") == "STRING", parse_ntz(jstr("sign_time"), "yyyy-MM-dd HH:mm:ss"))
-    op_ts = F.when(jtype("op_ts") == "STRING",
-                   parse_ntz(jstr("op_ts"), "yyyy-MM-dd HH:mm:ss.SSS", "yyyy-MM-dd HH:mm:ss"))
-    # A JSON number or a string holding one; rounded half-up to 2 places
-    # (Spark's cast); NULL if it does not fit decimal(18,2).
-    amount = F.regexp_replace(jstr("amount"), r"^\s+|\s+$", "").try_cast("decimal(18,2)")
+    values = typed.select(
+        "*",
+        F.regexp_replace("text", r"^\s+|\s+$", "").endswith("}").alias("closed"),
+        F.when(jtype("op") == "STRING", jstr("op")).alias("op"),
+        as_int("contract_id").alias("contract_id"),
+        as_int("project_id").alias("project_id"),
+        F.when(jtype("sign_time") == "STRING",
+               parse_ntz(jstr("sign_time"), "yyyy-MM-dd HH:mm:ss")).alias("sign_time"),
+        F.when(jtype("op_ts") == "STRING",
+               parse_ntz(jstr("op_ts"), "yyyy-MM-dd HH:mm:ss.SSS", "yyyy-MM-dd HH:mm:ss")).alias("op_ts"),
+        # A JSON number or a string holding one; rounded half-up to 2 places
+        # (Spark's cast); NULL if it does not fit decimal(18,2).
+        F.regexp_replace(jstr("amount"), r"^\s+|\s+$", "").try_cast("decimal(18,2)").alias("amount"),
+    )
+    op = F.col("op")
+    contract_id, project_id = F.col("contract_id"), F.col("project_id")
+    sign_time, op_ts, amount = F.col("sign_time"), F.col("op_ts"), F.col("amount")
     needs_image = op.isin("+I", "+U", "-U")
 
     reason = (
         F.when(F.col("v").isNull(), F.lit("invalid json"))
-        .when(~F.expr("schema_of_variant(v)").startswith("OBJECT"), F.lit("not a json object"))
-        .when(~trimmed.endswith("}"), F.lit("invalid json"))  # trailing text after the object
+        .when(~F.col("t_").startswith("OBJECT"), F.lit("not a json object"))
+        .when(~F.col("closed"), F.lit("invalid json"))  # trailing text after the object
         .when(~present("op"), F.lit("missing op"))
         .when(op.isNull() | ~op.isin(*_ROWKINDS),
               F.concat(F.lit("unknown op '"), F.substring(jstr("op"), 1, 200), F.lit("'")))
@@ -349,7 +413,7 @@ def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
         .when(present("amount") & amount.isNull(), shown("amount"))
     )
     marker = F.col("line") == 0
-    checked = lines.withColumn("reason", F.when(~marker, reason))
+    checked = values.withColumn("reason", F.when(~marker, reason))
     valid = ~marker & F.col("reason").isNull()
     return checked.select(
         F.when(marker, F.lit("file")).when(valid, F.lit("E")).otherwise(F.lit("quarantined")).alias("kind"),
@@ -368,149 +432,127 @@ def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
 
 
 # --------------------------------------------------------------------------
-# State function
+# State table and the set-based state step
 # --------------------------------------------------------------------------
 
-# applyInPandasWithState pays per contract and per column (each group's
-# columns are converted to pandas and concatenated one by one), so each
-# event travels packed in one string and each output row comes back packed
-# in one string: fields joined by NUL, the file path (free text, but never
-# containing NUL) last.
-_SEP = "\x00"
-# In: k = contract_id, e = op_ts_us, line, op, project_id, sign_us, amount, file.
-_STATE_OUT_SCHEMA = "kind STRING, p STRING"  # p: contract_id, project_id, sign_us, amount, op_ts_us, line, n, file
-_STATE_SCHEMA = (
-    "op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, project_id BIGINT, "
-    "sign_us BIGINT, amount STRING"
+# State rows: one per contract and commit that changed it (the order key of its last
+# effective event, live flag, live image); partition ``_commit_id`` = the commit that wrote them.
+STATE_DDL = (
+    "contract_id BIGINT, op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, "
+    "project_id BIGINT, sign_us BIGINT, amount DECIMAL(18,2), _commit_id BIGINT"
 )
+_STATE_COLS = ("op_ts_us", "file", "line", "live", "project_id", "sign_us", "amount")
+# Fold the state's delta partitions into one when this many lie below the batch.
+COMPACT_AT_PARTITIONS = 16
 
 
-def _make_state_function():
-    """The ``applyInPandasWithState`` function. Built as a closure so that it
-    is pickled by value: executors need not import this package.
+def _state_partitions(spark, table: str) -> List[int]:
+    rows = spark.sql(f"SHOW PARTITIONS {_quote_name(table)}").collect()
+    return sorted(int(r[0].split("=", 1)[1]) for r in rows)
 
-    Per contract and batch: the batch's events sorted by (op_ts, file, line),
-    each applied to the state left by earlier batches (see the module doc).
-    Output: one ``(outcome, NULL)`` row per event plus its changelog rows
-    ``(rowkind, packed image)``. Deterministic: the order key is unique."""
 
-    sep = _SEP
+def _latest_state(spark, table: str, below: int, contracts=None):
+    """Each contract's state as of before commit ``below``: its row of the greatest
+    ``_commit_id < below`` (rows of ``below`` and later — a killed attempt of this very
+    batch — are ignored). With ``contracts`` (a DataFrame of contract_id), only those."""
+    from pyspark.sql import functions as F
 
-    def apply_events(key, pdfs, state):
-        import pandas as pd
+    rows = spark.table(_quote_name(table)).where(F.col("_commit_id") < F.lit(below))
+    if contracts is not None:
+        rows = rows.join(contracts, "contract_id", "left_semi")
+    latest = rows.groupBy("contract_id").agg(
+        F.max_by(F.struct(*_STATE_COLS), F.col("_commit_id")).alias("s"))
+    return latest.select("contract_id", *[F.col(f"s.{c}").alias(c) for c in _STATE_COLS])
 
-        contract_id = int(key[0])
-        events = []
-        for pdf in pdfs:
-            for e in pdf["e"].tolist():
-                op_ts_us, line, op, pid, sign_us, amount, file = e.split(sep, 6)
-                events.append((int(op_ts_us), file, int(line), op,
-                               int(pid) if pid else 0, int(sign_us) if sign_us else 0,
-                               amount or None))
-        if not events:
-            return
-        events.sort(key=lambda ev: ev[:3])
-        if state.exists:
-            s = state.get
-            last = (int(s[0]), s[1], int(s[2]))
-            live = bool(s[3])
-            image = (int(s[4]), int(s[5]), s[6]) if live else None
-        else:
-            last, live, image = None, False, None
 
-        kinds, packed = [], []
+def _compact_state(spark, table: str, location: str, below: int) -> None:
+    """Fold the committed state partitions ``< below`` into the newest of them when
+    there are COMPACT_AT_PARTITIONS or more: write the merged latest rows into a fresh
+    directory, re-point that partition at it (one metastore call), then drop the older
+    partitions. Every step leaves a valid state: the merged partition holds each
+    contract's latest row, so the older partitions are redundant for any later read.
+    Only commits below the running batch are touched (they are committed and never replayed)."""
+    older = [c for c in _state_partitions(spark, table) if c < below]
+    if len(older) < COMPACT_AT_PARTITIONS:
+        return
+    head = older[-1]
+    merged = _latest_state(spark, table, head + 1).repartition(1).sortWithinPartitions("contract_id")
+    _publish_partition(spark, table, location, head, merged)
+    specs = ", ".join(f"PARTITION (_commit_id={c})" for c in older[:-1])
+    spark.sql(f"ALTER TABLE {_quote_name(table)} DROP IF EXISTS {specs}")
 
-        def change(rowkind, img, op_ts_us, file, line, n):
-            kinds.append(rowkind)
-            packed.append(sep.join((str(contract_id), str(img[0]), str(img[1]), img[2] or "",
-                                    str(op_ts_us), str(line), str(n), file)))
 
-        for op_ts_us, file, line, op, pid, sign_us, amount in events:
-            order = (op_ts_us, file, line)
-            if op == "-U":  # a before image never changes state, whatever its order
-                outcome = "before_image"
-            elif last is not None and order <= last:
-                outcome = "stale"
-            elif op == "+I" or op == "+U":
-                new = (pid, sign_us, amount)
-                if live and image == new:
-                    outcome = "noop"
-                elif live:
-                    change("-U", image, op_ts_us, file, line, 0)
-                    change("+U", new, op_ts_us, file, line, 1)
-                    outcome = "applied"
-                else:
-                    change("+I", new, op_ts_us, file, line, 0)
-                    outcome = "applied"
-                live, image, last = True, new, order
-            elif op == "-D":
-                if live:
-                    change("-D", image, op_ts_us, file, line, 0)
-                    outcome = "applied"
-                else:
-                    outcome = "noop"  # a tombstone: the order key still advances
-                live, image, last = False, None, order
-            else:  # validated upstream
-                raise RuntimeError(f"unexpected op {op!r}")
-            kinds.append(outcome)
-            packed.append(None)
-        if last is not None:
-            if live:
-                state.update((last[0], last[1], last[2], True, image[0], image[1], image[2]))
-            else:
-                state.update((last[0], last[1], last[2], False, None, None, None))
-        yield pd.DataFrame({"kind": kinds, "p": packed})
+def _apply_events(events, state):
+    """The state step, set-based: one row per valid event with its ``outcome``, the
+    changelog rows it emits (``changes``: array of rowkind, n, image) and, on the
+    contract's last effective event of the batch, the contract's new state (``is_last``).
 
-    return apply_events
+    ``state``: the contracts' stored state (``_latest_state``). Per contract, with the
+    order key (op_ts_us, file, line): a ``-U`` is a before image; an event at or before
+    the stored key is stale; every other event is effective, and since the batch's
+    effective events of a contract are applied in key order and each one sets the live
+    flag and image (upsert: live, its image; delete: not live), the state an effective
+    event sees is the one left by the previous effective event (``lag``) or, for the
+    first, the stored one."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    s = state.select("contract_id", *[F.col(c).alias("s_" + c) for c in _STATE_COLS])
+    j = events.join(s, "contract_id", "left")
+    t, f, l = F.col("op_ts_us"), F.col("file"), F.col("line")
+    st, sf, sl = F.col("s_op_ts_us"), F.col("s_file"), F.col("s_line")
+    at_or_before = (t < st) | ((t == st) & ((f < sf) | ((f == sf) & (l <= sl))))
+    op = F.col("op")
+    stale = st.isNotNull() & at_or_before
+    j = j.withColumn("outcome", F.when(op == "-U", F.lit("before_image"))
+                     .when(stale, F.lit("stale")))
+
+    w = Window.partitionBy("contract_id").orderBy("op_ts_us", "file", "line")
+    first = F.lag("op").over(w).isNull()  # op is never NULL on a valid event
+    image_cols = ("project_id", "sign_us", "amount")
+    eff = j.where(F.col("outcome").isNull()).select(
+        "*",
+        F.when(first, F.coalesce(F.col("s_live"), F.lit(False)))
+        .otherwise(F.lag("op").over(w).isin("+I", "+U")).alias("p_live"),
+        *[F.when(first, F.col("s_" + c)).otherwise(F.lag(c).over(w)).alias("p_" + c)
+          for c in image_cols],
+        F.lead("op").over(w).isNull().alias("is_last"),
+    )
+    upsert = op.isin("+I", "+U")
+    p_live = F.col("p_live")
+    same = (p_live & (F.col("project_id") == F.col("p_project_id"))
+            & (F.col("sign_us") == F.col("p_sign_us")) & F.col("amount").eqNullSafe(F.col("p_amount")))
+
+    def row(kind, n, prefix):
+        return F.struct(F.lit(kind).alias("rowkind"), F.lit(n).cast("bigint").alias("n"),
+                        *[F.col(prefix + c).alias(c) for c in image_cols])
+
+    no_rows = F.array().cast(
+        "array<struct<rowkind:string,n:bigint,project_id:bigint,sign_us:bigint,amount:decimal(18,2)>>")
+    eff = eff.select(
+        "contract_id", "op", "op_ts_us", "file", "line", *image_cols, "is_last",
+        F.when(upsert & same, F.lit("noop")).when(upsert | p_live, F.lit("applied"))
+        .otherwise(F.lit("noop")).alias("outcome"),
+        F.when(upsert & p_live & ~same, F.array(row("-U", 0, "p_"), row("+U", 1, "")))
+        .when(upsert & ~p_live, F.array(row("+I", 0, "")))
+        .when(~upsert & p_live, F.array(row("-D", 0, "p_")))
+        .otherwise(no_rows).alias("changes"),
+    )
+    rest = j.where(F.col("outcome").isNotNull()).select(
+        "contract_id", "op", "op_ts_us", "file", "line", *image_cols,
+        F.lit(False).alias("is_last"), "outcome", no_rows.alias("changes"))
+    return eff.unionByName(rest)
 
 
 def _output_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]):
-    """The streaming DataFrame handed to foreachBatch: changelog rows, one
-    outcome row per event, one marker row per file, with ``batch_us``."""
+    """The streaming DataFrame handed to foreachBatch: the parsed lines and file markers
+    (``_parsed_stream``) with ``batch_us``. The stream itself is stateless."""
     from pyspark.sql import functions as F
-    from pyspark.sql.streaming.state import GroupStateTimeout
 
     parsed = _parsed_stream(spark, landing_dir, max_files_per_trigger)
-    text = lambda c: F.coalesce(F.col(c).cast("string"), F.lit(""))  # noqa: E731
-    events = parsed.where(F.col("kind") == "E").select(
-        F.col("contract_id").alias("k"),
-        F.concat_ws(_SEP, text("op_ts_us"), text("line"), text("op"), text("project_id"),
-                    text("sign_us"), text("amount"), text("file")).alias("e"),
-    )
-    applied = events.groupBy("k").applyInPandasWithState(
-        _make_state_function(), _STATE_OUT_SCHEMA, _STATE_SCHEMA, "append",
-        GroupStateTimeout.NoTimeout)
-    p = F.split(F.col("p"), "\\x00", 8)
-    from_state = applied.select(
-        F.col("kind"),
-        p[0].cast("bigint").alias("contract_id"),
-        p[1].cast("bigint").alias("project_id"),
-        p[2].cast("bigint").alias("sign_us"),
-        F.when(p[3] != "", p[3]).alias("amount"),
-        p[4].cast("bigint").alias("op_ts_us"),
-        p[7].alias("file"),
-        p[5].cast("bigint").alias("line"),
-        p[6].cast("bigint").alias("n"),
-        F.lit(None).cast("string").alias("reason"),
-        F.lit(None).cast("string").alias("raw"),
-    )
-    # Markers and quarantined lines bypass the state function.
-    passed = parsed.where(F.col("kind") != "E").select(
-        "kind",
-        F.lit(None).cast("bigint").alias("contract_id"),
-        F.lit(None).cast("bigint").alias("project_id"),
-        F.lit(None).cast("bigint").alias("sign_us"),
-        F.lit(None).cast("string").alias("amount"),
-        F.lit(None).cast("bigint").alias("op_ts_us"),
-        "file",
-        "line",
-        F.col("n_events").alias("n"),
-        "reason",
-        F.when(F.col("kind") == "quarantined", F.col("raw")).alias("raw"),
-    )
     # In a streaming plan current_timestamp() is the batch timestamp kept in
     # the offset log: a replayed batch gets the same value.
-    return from_state.unionByName(passed).withColumn("batch_us", F.unix_micros(F.current_timestamp()))
+    return parsed.withColumn("batch_us", F.unix_micros(F.current_timestamp()))
 
 
 # --------------------------------------------------------------------------
@@ -518,22 +560,27 @@ def _output_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
 # --------------------------------------------------------------------------
 
 def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changelog_table: str,
-                        quarantine_table: str, ingest_log_table: str,
+                        quarantine_table: str, ingest_log_table: str, state_table: Optional[str] = None,
                         max_files_per_trigger: Optional[int] = None) -> str:
     """Consume every JSON Lines file under landing_dir not yet consumed (Structured Streaming,
     trigger(availableNow=True), checkpoint in checkpoint_dir), exactly once; returns a one-line summary.
 
-    Creates the three tables if missing (parquet, partitioned by ``_commit_id``),
-    and the landing folder if missing (an empty stream). Each micro-batch is
-    one commit ``_commit_id`` (the streaming batch id). See the module doc.
+    Creates the tables if missing (parquet, partitioned by ``_commit_id``; the per-contract
+    state in ``state_table``, default ``<changelog_table>_state``), and the landing folder
+    if missing (an empty stream). Each micro-batch is one commit ``_commit_id`` (the
+    streaming batch id). See the module doc.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    state_table = state_table or f"{changelog_table}_state"
+    if not spark.catalog.tableExists(state_table):
+        _refuse_legacy_state(checkpoint_dir, state_table)
     locations = {
         "changelog": _ensure_table(spark, changelog_table, CHANGELOG_DDL),
         "quarantine": _ensure_table(spark, quarantine_table, QUARANTINE_DDL),
         "ingest_log": _ensure_table(spark, ingest_log_table, INGEST_LOG_DDL),
+        "state": _ensure_table(spark, state_table, STATE_DDL),
     }
     _mkdirs(spark, landing_dir)
 
@@ -543,19 +590,40 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
 
     def write_batch(batch_df, batch_id: int) -> None:
         commit_id = int(batch_id)
-        batch_df.persist()
+        kind = F.col("kind")
+        parsed = batch_df.select(
+            "kind", "file", "line", "n_events", "reason",
+            F.when(kind == "quarantined", F.col("raw")).alias("raw"),
+            "contract_id", "op", "project_id", "sign_us",
+            F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "batch_us",
+        ).persist()
+        out = None
         try:
-            kind = F.col("kind")
-            is_change = kind.isin(*_ROWKINDS)
-            agg = batch_df.agg(
+            agg = parsed.agg(
                 F.count(F.when(kind == "file", 1)).alias("files"),
-                F.coalesce(F.sum(F.when(kind == "file", F.col("n"))), F.lit(0)).alias("events_landed"),
-                *[F.count(F.when(kind == o, 1)).alias(o) for o in _OUTCOMES],
-                F.count(F.when(is_change, 1)).alias("changes"),
+                F.coalesce(F.sum(F.when(kind == "file", F.col("n_events"))), F.lit(0)).alias("events_landed"),
+                F.count(F.when(kind == "E", 1)).alias("events"),
+                F.count(F.when(kind == "quarantined", 1)).alias("quarantined"),
                 F.max("batch_us").alias("batch_us"),
             ).collect()[0]
-            stats = {name: int(agg[name]) for name in
-                     ("files", "events_landed", "changes") + _OUTCOMES}
+            stats = {name: int(agg[name]) for name in ("files", "events_landed", "quarantined")}
+            stats.update({o: 0 for o in _OUTCOMES if o != "quarantined"}, changes=0)
+
+            if agg["events"]:
+                # The state as of before this commit: a replay ignores what a killed attempt wrote.
+                _compact_state(spark, state_table, locations["state"], commit_id)
+                events = parsed.where(kind == "E").select(
+                    "contract_id", "op", "op_ts_us", "file", "line", "project_id", "sign_us", "amount")
+                state = _latest_state(spark, state_table, commit_id,
+                                      events.select("contract_id").distinct())
+                out = _apply_events(events, state).persist()
+                counts = out.agg(
+                    *[F.count(F.when(F.col("outcome") == o, 1)).alias(o)
+                      for o in _OUTCOMES if o != "quarantined"],
+                    F.coalesce(F.sum(F.size("changes")), F.lit(0)).alias("changes"),
+                ).collect()[0]
+                stats.update({name: int(counts[name]) for name in counts.asDict()})
+
             total = sum(stats[o] for o in _OUTCOMES)
             if stats["events_landed"] != total:
                 raise RuntimeError(
@@ -572,7 +640,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
 
             if stats["quarantined"]:
                 quarantine = (
-                    batch_df.where(kind == "quarantined")
+                    parsed.where(kind == "quarantined")
                     .select(
                         F.col("reason"),
                         F.col("raw").alias("raw_line"),
@@ -594,13 +662,14 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
             if stats["changes"]:
                 order = Window.orderBy("op_ts_us", "file", "line", "n")
                 changelog = (
-                    batch_df.where(is_change)
+                    out.where(F.size("changes") > 0)
+                    .select("contract_id", "op_ts_us", "file", "line", F.inline("changes"))
                     .select(
-                        kind.alias("rowkind"),
+                        F.col("rowkind"),
                         F.col("project_id"),
                         F.col("contract_id"),
                         ntz_from_micros(F.col("sign_us")).alias("sign_time"),
-                        F.col("amount").cast("decimal(18,2)").alias("amount"),
+                        F.col("amount"),
                         ntz_from_micros(F.col("op_ts_us")).alias("op_ts"),
                         F.row_number().over(order).cast("bigint").alias("_seq"),
                         F.col("file").alias("_source_file"),
@@ -610,9 +679,24 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                     .sortWithinPartitions("_seq")
                 )
                 _publish_partition(spark, changelog_table, locations["changelog"], commit_id, changelog)
+
+            if out is not None and stats["applied"] + stats["noop"]:
+                live = F.col("op").isin("+I", "+U")
+                delta = (
+                    out.where("is_last")
+                    .select(
+                        "contract_id", "op_ts_us", "file", "line", live.alias("live"),
+                        *[F.when(live, F.col(c)).alias(c) for c in ("project_id", "sign_us", "amount")],
+                    )
+                    .repartition(1)
+                    .sortWithinPartitions("contract_id")
+                )
+                _publish_partition(spark, state_table, locations["state"], commit_id, delta)
             stats_by_commit[commit_id] = stats
         finally:
-            batch_df.unpersist()
+            if out is not None:
+                out.unpersist()
+            parsed.unpersist()
 
     _mkdirs(spark, checkpoint_dir)
     query = (
@@ -624,6 +708,17 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     )
     query.awaitTermination()
     return _summary(stats_by_commit)
+
+
+def _refuse_legacy_state(checkpoint_dir: str, state_table: str) -> None:
+    """A checkpoint written by the earlier ingest keeps the per-contract state in its
+    state store (``<checkpoint>/state``), which this ingest does not read: refuse rather
+    than start from an empty state table."""
+    if _is_local(checkpoint_dir) and os.path.isdir(os.path.join(_local(checkpoint_dir), "state")):
+        raise RuntimeError(
+            f"contract ingest: checkpoint {checkpoint_dir} holds per-contract state of the earlier "
+            f"streaming-state ingest, but the state table {state_table} is new; rebuild this "
+            "LAKERANK_HOME (fresh home, landing files copied over)")
 
 
 def _summary(stats_by_commit: Dict[int, Dict[str, int]]) -> str:

@@ -2,7 +2,8 @@
 
 Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/
 into a clean retract changelog (+I, -U, +U, -D) of the live contract set, one
-partition per commit. The work is in python_udfs.contract_ingest.
+partition per commit. The per-contract state is a table (stg_contract_ingest_state)
+merged with set operations, no Python UDF. The work is in python_udfs.contract_ingest.
 """
 
 from python_udfs.contract_ingest import landing_path, run_contract_ingest
@@ -19,4 +20,5 @@ def model(dbt, session):
         changelog_table=f"{schema}.{dbt.this.identifier}",
         quarantine_table=f"{schema}.stg_contract_quarantine",
         ingest_log_table=f"{schema}.stg_contract_ingest_log",
+        state_table=f"{schema}.stg_contract_ingest_state",
     )

@@ -191,16 +191,16 @@ def test_missing_landing_folder_is_an_empty_stream(stream):
     cols = lambda t: [(f.name, f.dataType.simpleString()) for f in stream.spark.table(t).schema]  # noqa: E731
     assert cols(stream.changelog) == [
         ("rowkind", "string"), ("project_id", "bigint"), ("contract_id", "bigint"),
-        ("sign_time", "timestamp"), ("amount", "decimal(18,2)"), ("op_ts", "timestamp"),
+        ("sign_time", "timestamp_ntz"), ("amount", "decimal(18,2)"), ("op_ts", "timestamp_ntz"),
         ("_seq", "bigint"), ("_source_file", "string"), ("_source_line", "bigint"),
         ("_commit_id", "bigint")]
     assert cols(stream.quarantine) == [
         ("reason", "string"), ("raw_line", "string"), ("_source_file", "string"),
-        ("_source_line", "bigint"), ("_quarantined_at", "timestamp"), ("_commit_id", "bigint")]
+        ("_source_line", "bigint"), ("_quarantined_at", "timestamp_ntz"), ("_commit_id", "bigint")]
     assert cols(stream.ingest_log) == [
         ("files", "bigint"), ("events_landed", "bigint"), ("applied", "bigint"),
         ("noop", "bigint"), ("stale", "bigint"), ("before_image", "bigint"),
-        ("quarantined", "bigint"), ("_committed_at", "timestamp"), ("_commit_id", "bigint")]
+        ("quarantined", "bigint"), ("_committed_at", "timestamp_ntz"), ("_commit_id", "bigint")]
 
 
 def test_semantics_across_builds(stream):
@@ -397,3 +397,110 @@ def test_replay_of_an_uncommitted_batch_is_identical(stream):
     assert stream.run().startswith("no new commits")
     assert stream.snapshot() == done
     assert_reconciles(done[2])
+
+
+def reference_fold(batches):
+    """A plain-Python model of the documented semantics (the per-contract fold of the former
+    streaming-state ingest): per batch, the changelog rows (seq, rowkind, project, contract,
+    sign_time, amount, op_ts, file, line) in (op_ts, file, line, n) order, and the counts."""
+    from decimal import Decimal, ROUND_HALF_UP
+
+    state = {}  # contract -> (last key, live, image)
+    out = []
+    for files in batches:
+        events = []
+        for path, lines in files:
+            for no, e in enumerate(lines, 1):
+                amount = e.get("amount")
+                if amount is not None:
+                    amount = str(Decimal(str(amount)).quantize(Decimal("0.01"), ROUND_HALF_UP))
+                ts = e["op_ts"] if "." in e["op_ts"] else e["op_ts"] + ".000"
+                events.append((ts, uri(path), no, e["op"], e["contract_id"],
+                               (e.get("project_id"), e.get("sign_time"), amount)))
+        rows, counts = [], dict(applied=0, noop=0, stale=0, before_image=0)
+        for ts, file, no, op, cid, image in sorted(events, key=lambda x: x[:3]):
+            last, live, cur = state.get(cid, (None, False, None))
+            key = (ts, file, no)
+            if op == "-U":
+                counts["before_image"] += 1
+                continue
+            if last is not None and key <= last:
+                counts["stale"] += 1
+                continue
+            if op in ("+I", "+U"):
+                if live and cur == image:
+                    counts["noop"] += 1
+                elif live:
+                    rows += [(key, 0, "-U", cur), (key, 1, "+U", image)]
+                    counts["applied"] += 1
+                else:
+                    rows.append((key, 0, "+I", image))
+                    counts["applied"] += 1
+                state[cid] = (key, True, image)
+            else:
+                if live:
+                    rows.append((key, 0, "-D", cur))
+                    counts["applied"] += 1
+                else:
+                    counts["noop"] += 1
+                state[cid] = (key, False, None)
+        rows.sort(key=lambda r: (r[0], r[1]))
+        out.append((rows, counts))
+    return out
+
+
+def test_set_based_state_matches_the_per_contract_fold(stream):
+    """Random batches over a few contracts (many events per contract and batch, op_ts ties
+    within and across files, deletes of unknown contracts, re-inserts, identical images,
+    late events) give the reference fold's changelog rows and counts, commit by commit."""
+    import random
+
+    rng = random.Random(11)
+    times = [f"2024-03-05 10:00:0{s}.{ms:03d}" for s in range(4) for ms in (0, 500)]
+    images = [(1, "2024-03-01 00:00:00", None), (1, "2024-03-01 00:00:00", "2.5"),
+              (2, "2024-03-02 12:00:00", "2.50"), (2, "2024-03-01 00:00:00", None)]
+    batches = []
+    for b in range(5):
+        files = []
+        for _ in range(rng.randint(1, 3)):
+            lines = []
+            for _ in range(rng.randint(5, 25)):
+                op = rng.choice(["+I", "+U", "+U", "-U", "-D"])
+                pid, sign, amount = rng.choice(images)
+                # op_ts moves forward by batch, with some late events from earlier batches
+                day = 5 + max(0, b - rng.choice([0, 0, 0, 1, 2]))
+                ts = rng.choice(times).replace("03-05", f"03-{day:02d}")
+                lines.append(ev(op, rng.randint(1, 6), ts,
+                                None if op == "-D" else pid, None if op == "-D" else sign,
+                                None if op == "-D" else amount))
+            files.append(lines)
+        batches.append(files)
+
+    landed = []
+    for files in batches:
+        paths = [stream.land(lines) for lines in files]
+        landed.append(list(zip(paths, files)))
+        assert stream.run().startswith(f"commit {len(landed) - 1}:")
+    expected = reference_fold(landed)
+
+    got = stream.changelog_rows()
+    logs = stream.log_rows()
+    assert len(logs) == len(batches)
+    for commit, (rows, counts) in enumerate(expected):
+        mine = [r for r in got if r[0] == commit]
+        # the reference's rows do not carry the contract id: take it from the key's event
+        by_key = {(uri(p), no): e["contract_id"] for p, lines in landed[commit]
+                  for no, e in enumerate(lines, 1)}
+        want = [(commit, seq, kind, img[0], by_key[(key[1], key[2])], img[1], img[2], key[0],
+                 key[1], key[2]) for seq, (key, _n, kind, img) in enumerate(rows, 1)]
+        assert mine == want, commit
+        log = logs[commit]
+        assert {k: log[k] for k in counts} == counts, commit
+        assert log["events_landed"] == sum(len(lines) for _, lines in landed[commit])
+    assert sum(log["applied"] for log in logs) > 10 and sum(log["stale"] for log in logs) > 5
+    assert sum(log["noop"] for log in logs) > 3
+    assert_reconciles(logs)
+
+    # The state table holds one row per contract and commit that changed it.
+    state = stream.spark.table(stream.changelog + "_state")
+    assert state.count() == state.select("contract_id", "_commit_id").distinct().count()
