@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""lakerank benchmark: incremental `dbt build` per micro-batch against a naive full re-rank.
+
+For each history size it makes a fresh LAKERANK_HOME, lands a history of contracts
+(50,000 projects, a fifth of the contracts in 100 large projects, sign times over three
+years), loads it with one `dbt build` (wall time, peak RSS of dbt + its JVM), then lands
+micro-batches (2 % late by up to 30 days, 1 % updates incl. moves to another project,
+0.5 % deletes, 1 % duplicates, the rest new contracts) and times, per batch and side by
+side in the same home:
+
+- `dbt build` of the pipeline (wall time, Spark statements, bytes written),
+- `dbt run` of a naive model that re-ranks every event (benchmarks/naive/),
+- the start-up floor: `dbt show --inline "select 1"`.
+
+Every `dbt` is a fresh process, as a scheduler would run it. The run ends by checking
+`fct_contract_rank` against DuckDB computing the same ranks from the landed files.
+
+    python3 scripts/bench.py --quick                 # 1e5 history, 2 batches (CI smoke test)
+    python3 scripts/bench.py --history 1e6 1e7 3e7   # the full run (hours; manual)
+
+Results: a markdown table on stdout and JSON in --out (default bench-results.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timedelta
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NAIVE = ROOT / "benchmarks" / "naive"
+PROFILES = ROOT / "profiles"
+HISTORY_START = datetime(2022, 1, 1)
+HISTORY_DAYS = 3 * 365
+N_PROJECTS = 50_000
+N_LARGE = 100
+FILE_ROWS = 1_000_000
+
+
+# ---------------------------------------------------------------------------------------
+# Event generation
+# ---------------------------------------------------------------------------------------
+
+def land_history(landing: pathlib.Path, n: int, projects: int, seed: int) -> None:
+    """n `+I` events (contract ids 1..n) as JSON Lines files of FILE_ROWS lines, via DuckDB."""
+    import duckdb
+
+    landing.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute(f"select setseed({(seed % 1000) / 1000})")
+    large = min(N_LARGE, projects)
+    span_s = HISTORY_DAYS * 86400
+    for part, lo in enumerate(range(0, n, FILE_ROWS)):
+        hi = min(n, lo + FILE_ROWS)
+        tmp, dst = landing / f".history_{part:04d}.tmp", landing / f"history_{part:04d}.jsonl"
+        # A fifth of the contracts in the large projects, the rest spread over the others.
+        con.execute(f"""
+            copy (
+                select
+                    '+I' as op,
+                    case when random() < 0.2 then 1 + cast(floor(random() * {large}) as bigint)
+                         else {large} + 1 + cast(floor(random() * {max(1, projects - large)}) as bigint)
+                    end as project_id,
+                    i as contract_id,
+                    strftime(timestamp '{HISTORY_START:%Y-%m-%d %H:%M:%S}'
+                             + to_seconds(cast(floor(random() * {span_s}) as bigint)),
+                             '%Y-%m-%d %H:%M:%S') as sign_time,
+                    cast(round(random() * 100000, 2) as decimal(18, 2)) as amount,
+                    strftime(timestamp '2021-12-31 00:00:00' + to_microseconds(i * 1000),
+                             '%Y-%m-%d %H:%M:%S.%g') as op_ts
+                from range({lo + 1}, {hi + 1}) as t(i)
+            ) to '{tmp}' (format json)
+        """)
+        os.replace(tmp, dst)
+
+
+class BatchMaker:
+    """Micro-batches after a history of `n_history` contracts (ids 1..n_history)."""
+
+    def __init__(self, n_history: int, projects: int, seed: int):
+        self.rng = random.Random(seed)
+        self.next_cid = n_history + 1
+        self.max_cid = n_history
+        self.projects = projects
+        self.now = HISTORY_START + timedelta(days=HISTORY_DAYS)
+        # op_ts after every history event (history op_ts run from 2021-12-31 by 1 ms each)
+        self.op_ts = datetime(2021, 12, 31) + timedelta(milliseconds=n_history + 1_000)
+
+    def _tick(self) -> str:
+        self.op_ts += timedelta(milliseconds=1)
+        return self.op_ts.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+    def _project(self) -> int:
+        large = min(N_LARGE, self.projects)
+        if self.rng.random() < 0.2:
+            return self.rng.randint(1, large)
+        return self.rng.randint(large + 1, max(large + 1, self.projects))
+
+    def _line(self, op, pid, cid, sign: datetime) -> str:
+        return json.dumps({"op": op, "project_id": pid, "contract_id": cid,
+                           "sign_time": sign.strftime("%Y-%m-%d %H:%M:%S"),
+                           "amount": round(self.rng.random() * 100000, 2), "op_ts": self._tick()})
+
+    def batch(self, n: int) -> list[str]:
+        rng, lines = self.rng, []
+        self.now += timedelta(hours=6)
+        for _ in range(n):
+            r = rng.random()
+            if r < 0.02:  # late: a new contract signed up to 30 days ago
+                sign = self.now - timedelta(seconds=rng.randint(0, 30 * 86400))
+                lines.append(self._line("+I", self._project(), self._new_cid(), sign))
+            elif r < 0.03:  # update of an existing contract: new time, sometimes another project
+                sign = HISTORY_START + timedelta(seconds=rng.randint(0, HISTORY_DAYS * 86400))
+                lines.append(self._line("+U", self._project(), rng.randint(1, self.max_cid), sign))
+            elif r < 0.035:  # delete
+                lines.append(json.dumps({"op": "-D", "contract_id": rng.randint(1, self.max_cid),
+                                         "op_ts": self._tick()}))
+            elif r < 0.045 and lines:  # duplicate of an event of this batch
+                lines.append(rng.choice(lines))
+            else:  # a new contract signed now
+                sign = self.now - timedelta(seconds=rng.randint(0, 6 * 3600))
+                lines.append(self._line("+I", self._project(), self._new_cid(), sign))
+        return lines
+
+    def _new_cid(self) -> int:
+        cid = self.next_cid
+        self.next_cid += 1
+        self.max_cid = cid
+        return cid
+
+
+# ---------------------------------------------------------------------------------------
+# Running dbt and measuring it
+# ---------------------------------------------------------------------------------------
+
+def _tree_rss_kib(pid: int) -> int:
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return total
+
+
+def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -> dict:
+    """One `dbt` process; wall seconds, peak RSS (MiB) of its process tree, statements."""
+    log_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench-log-"))
+    env = {**os.environ, "LAKERANK_HOME": str(home)}
+    cmd = [sys.executable, "-m", "dbt.cli.main", *args, "--project-dir", str(project),
+           "--profiles-dir", str(PROFILES), "--log-path", str(log_dir)]
+    started = time.time()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = [0]
+
+    def sample():
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss_kib(proc.pid))
+            time.sleep(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    seconds = time.time() - started
+    sampler.join()
+    log = (log_dir / "dbt.log").read_text(errors="replace") if (log_dir / "dbt.log").exists() else ""
+    shutil.rmtree(log_dir, ignore_errors=True)
+    if proc.returncode != 0:
+        sys.stderr.write(out[-5000:])
+        raise SystemExit(f"bench: `dbt {' '.join(args)}` failed (exit {proc.returncode})")
+    return {"seconds": round(seconds, 2), "peak_rss_mib": round(peak[0] / 1024),
+            "statements": len(re.findall(r"SQL status: OK", log))}
+
+
+def bytes_written_since(root: pathlib.Path, since: float) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except FileNotFoundError:
+                continue
+            if st.st_mtime >= since:
+                total += st.st_size
+    return total
+
+
+# ---------------------------------------------------------------------------------------
+# Exactness: fct_contract_rank against DuckDB over the landed files
+# ---------------------------------------------------------------------------------------
+
+def check_exact(home: pathlib.Path) -> dict:
+    import duckdb
+    from pyspark.sql import SparkSession
+
+    from dbt.adapters.lakerank.connections import home_spark_conf
+
+    export = home / "bench_export"
+    shutil.rmtree(export, ignore_errors=True)
+    builder = SparkSession.builder.enableHiveSupport().master("local[2]")
+    for k, v in home_spark_conf(str(home)).items():
+        builder = builder.config(k, v)
+    spark = builder.config("spark.sql.timestampType", "TIMESTAMP_NTZ").getOrCreate()
+    spark.sql("select project_id, contract_id, cast(sign_time as string) as sign_time, asc_rn "
+              "from lakerank.fct_contract_rank").write.parquet(str(export))
+    spark.stop()
+    con = duckdb.connect()
+    landing = home / "landing" / "contracts"
+    mismatches = con.execute(f"""
+        with events as (
+            select * from read_json('{landing}/*.jsonl', format = 'newline_delimited',
+                columns = {{op: 'varchar', project_id: 'bigint', contract_id: 'bigint',
+                           sign_time: 'varchar', amount: 'decimal(18,2)', op_ts: 'varchar'}})
+            where op in ('+I', '+U', '-D')
+        ),
+        last as (
+            select contract_id, arg_max(op, op_ts) as op, arg_max(project_id, op_ts) as project_id,
+                   arg_max(sign_time, op_ts) as sign_time
+            from events group by contract_id
+        ),
+        want as (
+            select project_id, contract_id, sign_time,
+                   dense_rank() over (partition by project_id order by sign_time) as asc_rn
+            from last where op <> '-D'
+        ),
+        got as (select * from read_parquet('{export}/*.parquet'))
+        select
+            (select count(*) from want) as want_rows,
+            (select count(*) from got) as got_rows,
+            (select count(*) from (select * from want except select * from got)) as missing,
+            (select count(*) from (select * from got except select * from want)) as unexpected
+    """).fetchone()
+    shutil.rmtree(export, ignore_errors=True)
+    want_rows, got_rows, missing, unexpected = mismatches
+    return {"rows": want_rows, "got_rows": got_rows, "missing": missing, "unexpected": unexpected,
+            "exact": missing == 0 and unexpected == 0 and want_rows == got_rows}
+
+
+# ---------------------------------------------------------------------------------------
+
+def bench_history(n: int, args) -> dict:
+    home = pathlib.Path(args.work) / f"home_{n}"
+    shutil.rmtree(home, ignore_errors=True)
+    landing = home / "landing" / "contracts"
+    projects = args.projects
+    print(f"== history {n:,} contracts ({projects:,} projects) in {home}", flush=True)
+    t = time.time()
+    land_history(landing, n, projects, seed=n)
+    print(f"   generated in {time.time() - t:.0f}s", flush=True)
+    build = ["build", "--exclude", "tag:example", "--quiet"]
+    load = run_dbt(build, home)
+    print(f"   history load: {load}", flush=True)
+    maker = BatchMaker(n, projects, seed=n + 1)
+    floor = run_dbt(["show", "--inline", "select 1", "--quiet"], home)
+    empty = run_dbt(build, home)
+    print(f"   floor {floor['seconds']}s, build with nothing landed {empty['seconds']}s", flush=True)
+    batches = []
+    for b in range(args.batches):
+        lines = maker.batch(args.batch_events)
+        tmp, dst = landing / f".batch_{b:04d}.tmp", landing / f"batch_{b:04d}.jsonl"
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, dst)
+        since = time.time()
+        inc = run_dbt(build, home)
+        inc["bytes_written"] = bytes_written_since(home / "warehouse", since)
+        naive = run_dbt(["run", "--quiet"], home, project=NAIVE)
+        row = {"batch": b, "incremental": inc, "naive": naive}
+        print(f"   batch {b}: incremental {inc}, naive {naive}", flush=True)
+        batches.append(row)
+    exact = check_exact(home)
+    print(f"   exactness vs DuckDB: {exact}", flush=True)
+    if not args.keep:
+        shutil.rmtree(home, ignore_errors=True)
+    return {"history": n, "projects": projects, "load": load, "floor": floor, "empty_build": empty,
+            "batches": batches, "exact": exact}
+
+
+def summary(results: list[dict], batch_events: int) -> str:
+    out = ["| history | load s | load peak RSS MiB | floor s | empty build s | batch build s | naive s"
+           " | above floor: build / naive | statements | MB written | exact |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        f = r["floor"]["seconds"]
+        for b in r["batches"]:
+            inc, nv = b["incremental"]["seconds"], b["naive"]["seconds"]
+            ratio = (inc - f) / max(nv - f, 0.01)
+            out.append(
+                f"| {r['history']:,} | {r['load']['seconds']} | {r['load']['peak_rss_mib']} | {f}"
+                f" | {r['empty_build']['seconds']} | {inc} | {nv} | {ratio:.2f}"
+                f" | {b['incremental']['statements']} | {b['incremental']['bytes_written'] / 1e6:.1f}"
+                f" | {r['exact']['exact']} |")
+    out.append(f"\nBatches of {batch_events:,} events; every `dbt` a fresh process.")
+    return "\n".join(out)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--history", nargs="+", default=["1e6", "1e7", "3e7"], help="history sizes (contracts)")
+    p.add_argument("--batches", type=int, default=3)
+    p.add_argument("--batch-events", type=int, default=10_000)
+    p.add_argument("--projects", type=int, default=N_PROJECTS)
+    p.add_argument("--quick", action="store_true", help="1e5 history, 2 batches of 2,000 events (CI)")
+    p.add_argument("--work", default=None, help="where the homes go (default: a temp dir)")
+    p.add_argument("--keep", action="store_true", help="keep the homes")
+    p.add_argument("--out", default="bench-results.json")
+    args = p.parse_args()
+    if args.quick:
+        args.history, args.batches, args.batch_events = ["1e5"], 2, 2_000
+    args.work = args.work or tempfile.mkdtemp(prefix="lakerank-bench-")
+    results = [bench_history(int(float(h)), args) for h in args.history]
+    pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
+    print(summary(results, args.batch_events))
+    if not all(r["exact"]["exact"] for r in results):
+        print("bench: fct_contract_rank differs from DuckDB", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
