@@ -179,10 +179,10 @@ def parse_ntz(text, *formats):
     """The first of ``formats`` that parses ``text`` as a TIMESTAMP_NTZ, else NULL."""
     from pyspark.sql import functions as F
 
-    # Parsed as an instant at offset +00:00 and read back as wall-clock microseconds: no
-    # session zone is involved (a cast from TIMESTAMP would shift 02:30 on a spring-forward day).
-    parsed = [ntz_from_micros(F.unix_micros(F.try_to_timestamp(F.concat(text, F.lit(" +0000")), F.lit(f + " Z"))))
-              for f in formats]
+    # With spark.sql.timestampType = TIMESTAMP_NTZ (the profiles) try_to_timestamp yields the
+    # wall clock as written and the cast is a no-op; a session without it would cast through
+    # the session zone (correct except inside a daylight-saving gap).
+    parsed = [F.try_to_timestamp(text, F.lit(f)).cast("timestamp_ntz") for f in formats]
     return parsed[0] if len(parsed) == 1 else F.coalesce(*parsed)
 
 

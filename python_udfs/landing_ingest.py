@@ -275,7 +275,7 @@ def _parsed_stream(spark, landing_dir: str, fields: List[Dict[str, Any]],
         "n_events",
         "reason",
         F.when(~marker & ~valid, F.col("text")).alias("raw"),
-        *[F.when(valid, values[f["name"]]).cast(f["type"]).alias("__f_" + f["name"]) for f in fields],
+        *[F.when(valid, values[f["name"]]).cast(_STORED_TYPE.get(f["type"], f["type"])).alias("__f_" + f["name"]) for f in fields],
         # In a streaming plan current_timestamp() is the batch timestamp of the offset
         # log: a replayed batch gets the same value.
         F.unix_micros(F.current_timestamp()).alias("batch_us"),

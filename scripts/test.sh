@@ -4,7 +4,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/lint.sh || exit 1
-python3 -m pytest "$@"
+# Two workers, one test file each at a time (tests of a file share fixtures and homes): each
+# worker has its own JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores.
+python3 -m pytest -n "${LAKERANK_TEST_WORKERS:-2}" --dist loadfile "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: failing" >&2
