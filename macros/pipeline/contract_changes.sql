@@ -44,12 +44,14 @@
 {%- endmacro %}
 
 
-{#- Rank positions used by each scoped project before each of its segments, from the
-    accumulation's per-segment index (a running sum over earlier segments). -#}
+{#- Rank positions used by each scoped project in (`positions`) and before (`base_positions`)
+    each of its segments, from the accumulation's per-segment index (a running sum over
+    earlier segments). Reads a `scope` CTE with `project_id`. -#}
 {% macro segment_bases() -%}
   select
     project_id,
     segment_start,
+    positions,
     coalesce(sum(positions) over (
       partition by project_id order by segment_start
       rows between unbounded preceding and 1 preceding), 0) as base_positions

@@ -25,18 +25,7 @@ fct as (
 ),
 
 index_entries as (
-    select
-        accumulation.project_id,
-        entry.segment_start,
-        entry.positions,
-        coalesce(sum(entry.positions) over (
-            partition by accumulation.project_id
-            order by entry.segment_start
-            rows between unbounded preceding and 1 preceding
-        ), 0) as base_positions
-    from {{ ref('int_project_rank_accumulation') }} as accumulation
-        lateral view explode(accumulation.segments) exploded as entry
-    where accumulation.project_id in (select scope.project_id from scope)
+    {{ lakerank.segment_bases() }}
 ),
 
 scoped_index as (
