@@ -160,7 +160,9 @@ def _tree_rss_kib(pid: int) -> int:
 
 def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -> dict:
     """One `dbt` process; wall seconds, peak RSS (MiB) of its process tree, statements."""
-    log_dir = pathlib.Path(tempfile.mkdtemp(prefix="bench-log-"))
+    # dbt's log of every run stays beside the home for profiling (<work>/logs/<time>-<command>).
+    log_dir = home.parent / "logs" / f"{time.strftime('%H%M%S')}-{args[0]}"
+    log_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "LAKERANK_HOME": str(home)}
     cmd = [sys.executable, "-m", "dbt.cli.main", *args, "--project-dir", str(project),
            "--profiles-dir", str(PROFILES), "--log-path", str(log_dir)]
@@ -179,7 +181,6 @@ def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -
     seconds = time.time() - started
     sampler.join()
     log = (log_dir / "dbt.log").read_text(errors="replace") if (log_dir / "dbt.log").exists() else ""
-    shutil.rmtree(log_dir, ignore_errors=True)
     if proc.returncode != 0:
         sys.stderr.write(out[-5000:])
         raise SystemExit(f"bench: `dbt {' '.join(args)}` failed (exit {proc.returncode})")
