@@ -18,11 +18,11 @@
 {%- endmacro %}
 
 
-{#- Segment partitions touched by the pending changes (compile-time list). -#}
-{% macro touched_segments() -%}
+{#- Segment periods (storage partitions) touched by the pending changes (compile-time list). -#}
+{% macro touched_periods() -%}
   {%- if not lakerank.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
   {{ return(lakerank.query_values(
-      "select distinct cast(segment_start as string) from (" ~ lakerank.contract_changes() ~ ")")) }}
+      "select distinct " ~ lakerank.segment_period() ~ " from (" ~ lakerank.contract_changes() ~ ")")) }}
 {%- endmacro %}
 
 
@@ -35,12 +35,12 @@
 {%- endmacro %}
 
 
-{#- Segment partitions a rank rewrite replaces (compile-time list, from the scope table). -#}
+{#- Segment periods (storage partitions) a rank rewrite replaces (compile-time list, from the scope table). -#}
 {% macro rank_rewrite_partitions() -%}
   {%- set scope = ref('int_contract_rank_scope') -%}
   {%- if not execute or not adapter.lakerank_table_exists(scope) -%}{{ return([]) }}{%- endif -%}
   {{ return(lakerank.query_values(
-      "select distinct cast(segment_start as string) from " ~ ref('int_contract_rank_scope'))) }}
+      "select distinct " ~ lakerank.segment_period() ~ " from " ~ ref('int_contract_rank_scope'))) }}
 {%- endmacro %}
 
 
@@ -66,7 +66,7 @@
 
 
 {#- The two inputs every rank rewrite starts from, as CTEs: `scope` (per touched project,
-    touched_from and rewrite_from) and `existing` (the model's rows in the rewritten partitions). -#}
+    touched_from and rewrite_from) and `existing` (the model's rows in the rewritten periods). -#}
 {% macro rank_rewrite_inputs(rewrite) -%}
 scope as (
     select distinct
@@ -77,7 +77,7 @@ scope as (
 ),
 
 existing as (
-    select * from {{ lakerank.prior_rows('segment_start', rewrite) }}
+    select * from {{ lakerank.prior_rows('segment_period', rewrite) }}
 )
 {%- endmacro %}
 

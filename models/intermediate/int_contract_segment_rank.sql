@@ -3,11 +3,11 @@
     changes are recomputed; their segment partitions are swapped in. -#}
 {{ config(
     materialized='swap_partitions',
-    partition_by='segment_start',
+    partition_by='segment_period',
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
-{%- set touched = lakerank.touched_segments() -%}
+{%- set touched = lakerank.touched_periods() -%}
 {%- do lakerank.declare_partitions(touched) -%}
 
 with
@@ -17,7 +17,7 @@ changes as (
 ),
 
 existing as (
-    select * from {{ lakerank.prior_rows('segment_start', touched) }}
+    select * from {{ lakerank.prior_rows('segment_period', touched) }}
 ),
 
 latest_change as (
@@ -68,5 +68,6 @@ select
     mem_rn,
     cast({{ lakerank.positions_used('mem_rn', 'project_id, segment_start') }} as bigint) as segment_positions,
     cast({{ lakerank.positions_through('mem_rn', 'project_id, segment_start') }} as bigint) as positions_through,
-    segment_start
+    segment_start,
+    {{ lakerank.segment_period() }} as segment_period
 from ranked

@@ -6,7 +6,7 @@
     the middle of history corrects every later version) with `lakerank.zipper`. -#}
 {{ config(
     materialized='swap_partitions',
-    partition_by='segment_start',
+    partition_by='segment_period',
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
@@ -30,7 +30,7 @@ points as (
     from {{ ref('int_contract_segment_rank') }} as slices
     inner join scope on slices.project_id = scope.project_id
     where
-        {{ lakerank.partition_filter('slices.segment_start', rewrite) }}
+        {{ lakerank.partition_filter('slices.segment_period', rewrite) }}
         and slices.segment_start >= scope.rewrite_from
     group by slices.project_id, slices.segment_start, slices.sign_time
 ),
@@ -65,5 +65,6 @@ select
     ver_start,
     ver_end,
     base_max_rn,
-    segment_start
+    segment_start,
+    {{ lakerank.segment_period() }} as segment_period
 from versions

@@ -7,7 +7,7 @@
     to the audit log that `fct_contract_rank_changelog` exposes. -#}
 {{ config(
     materialized='swap_partitions',
-    partition_by='segment_start',
+    partition_by='segment_period',
     primary_key=['contract_id'],
     changelog=true,
     commit_source='stg_contract_changelog',
@@ -25,7 +25,7 @@ slices as (
     from {{ ref('int_contract_segment_rank') }} as slices
     inner join scope on slices.project_id = scope.project_id
     where
-        {{ lakerank.partition_filter('slices.segment_start', rewrite) }}
+        {{ lakerank.partition_filter('slices.segment_period', rewrite) }}
         and slices.segment_start >= scope.touched_from
 ),
 
@@ -33,7 +33,7 @@ zipper as (
     select zipper.*
     from {{ ref('dim_project_rank_version') }} as zipper
     where
-        {{ lakerank.partition_filter('zipper.segment_start', rewrite) }}
+        {{ lakerank.partition_filter('zipper.segment_period', rewrite) }}
         and zipper.project_id in (select scope.project_id from scope)
 ),
 
@@ -52,7 +52,8 @@ ranked as (
         slices.mem_rn,
         coalesce(slice_bases.base_max_rn, 0) as base_max_rn,
         slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) as asc_rn,
-        slices.segment_start
+        slices.segment_start,
+        slices.segment_period
     from slices
     left join slice_bases
         on

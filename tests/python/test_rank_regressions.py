@@ -91,16 +91,16 @@ def scenario_batch(i: int) -> list[str]:
 
 
 def plant_wrong_rank(lakerank, contract_id: int) -> None:
-    """Add 1 to one contract's asc_rn in place (its segment partition rewritten)."""
+    """Add 1 to one contract's asc_rn in place (its storage partition rewritten)."""
     spark = lakerank.spark()
     fct = "lakerank.fct_contract_rank"
-    segment = spark.sql(f"select cast(segment_start as string) from {fct} where contract_id = {contract_id}").first()[0]
+    period = spark.sql(f"select segment_period from {fct} where contract_id = {contract_id}").first()[0]
     rows = spark.sql(
         f"select project_id, contract_id, sign_time, amount, mem_rn, base_max_rn,"
-        f" asc_rn + if(contract_id = {contract_id}, 1, 0) as asc_rn"
-        f" from {fct} where segment_start = '{segment}'").collect()
-    spark.createDataFrame(rows, spark.table(fct).drop("segment_start").schema).createOrReplaceTempView("planted")
-    spark.sql(f"insert overwrite table {fct} partition (segment_start = '{segment}') select * from planted").collect()
+        f" asc_rn + if(contract_id = {contract_id}, 1, 0) as asc_rn, segment_start"
+        f" from {fct} where segment_period = '{period}'").collect()
+    spark.createDataFrame(rows, spark.table(fct).drop("segment_period").schema).createOrReplaceTempView("planted")
+    spark.sql(f"insert overwrite table {fct} partition (segment_period = '{period}') select * from planted").collect()
 
 
 # Issue F point 3: business times are wall-clock values and read back exactly as landed,

@@ -34,6 +34,10 @@ JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:+UseSeri
 # second flock on a new descriptor would conflict with our own lock).
 _LOCKS: Dict[str, int] = {}
 _ACTIVE_HOME: Optional[str] = None
+# dbt opens one connection per thread: starting (or switching) the session and taking the
+# home's lock happen once, under this lock (two threads flocking the same home on two
+# descriptors would refuse each other).
+_SESSION_LOCK = threading.RLock()
 
 
 class LakerankBusyError(DbtRuntimeError):
@@ -120,6 +124,11 @@ def start_embedded_session(home: str, params: Dict[str, str]):
     belongs to another home it is stopped first, so two homes never share a
     metastore or warehouse.
     """
+    with _SESSION_LOCK:
+        _start_embedded_session(home, params)
+
+
+def _start_embedded_session(home: str, params: Dict[str, str]):
     global _ACTIVE_HOME
     from pyspark.sql import SparkSession
 
