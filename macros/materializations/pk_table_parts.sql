@@ -64,6 +64,7 @@
 
 
 {% macro pk_create_tables(target, tables, layout, fingerprint, primary_key, pcols) -%}
+  {%- if not adapter.lakerank_table_exists(target) %}
   {% call statement('pk_create_target') -%}
     create table if not exists {{ target }} (
       {%- for c in layout.columns %}
@@ -75,6 +76,8 @@
     tblproperties ('lakerank.layout' = '{{ fingerprint }}',
                    'lakerank.primary_key' = '{{ primary_key | join(",") }}')
   {%- endcall %}
+  {%- endif %}
+  {%- if not adapter.lakerank_table_exists(tables.audit) %}
   {% call statement('pk_create_audit') -%}
     create table if not exists {{ tables.audit }} (
       rowkind string,
@@ -85,6 +88,8 @@
       _commit_id bigint
     ) using parquet partitioned by (_commit_id)
   {%- endcall %}
+  {%- endif %}
+  {%- if not adapter.lakerank_table_exists(tables.state) %}
   {% call statement('pk_create_state') -%}
     create table if not exists {{ tables.state }} (
       {%- for c in layout.columns %}
@@ -94,6 +99,8 @@
       _commit_id bigint
     ) using parquet partitioned by (_commit_id)
   {%- endcall %}
+  {%- endif %}
+  {%- if not adapter.lakerank_table_exists(tables.snapshots) %}
   {% call statement('pk_create_snapshots') -%}
     create table if not exists {{ tables.snapshots }} (
       commit_time timestamp,
@@ -107,6 +114,7 @@
       snapshot_id bigint
     ) using parquet partitioned by (snapshot_id)
   {%- endcall %}
+  {%- endif %}
 {%- endmacro %}
 
 
@@ -125,8 +133,9 @@
       {% do adapter.lakerank_clear_intent(target) %}
     {%- endif -%}
   {%- endif -%}
+  {#- A run killed after writing its logs left partitions of the commit it never recorded. -#}
   {%- for rel, col in [(tables.audit, '_commit_id'), (tables.state, '_commit_id'), (tables.snapshots, 'snapshot_id')]
-        if adapter.lakerank_table_exists(rel) -%}
+        if adapter.lakerank_partition_exists(rel, col, snapshot_id + 1) -%}
     {% call statement('pk_drop_dead_' ~ col) -%}
       alter table {{ rel }} drop if exists partition ({{ col }} = {{ snapshot_id + 1 }})
     {%- endcall %}

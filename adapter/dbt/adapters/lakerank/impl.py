@@ -110,6 +110,20 @@ class LakerankAdapter(SparkAdapter):
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         return bool(catalog.tableExists(relation.schema, relation.identifier))
 
+    @available
+    def lakerank_partition_exists(self, relation, column: str, value) -> bool:
+        """Whether ``relation`` has partition ``column = value`` (one metastore lookup, no
+        listing; ``True`` when it cannot tell, so callers fall back to their DDL)."""
+        spark = self._session()
+        if spark is None:
+            return True
+        catalog = spark._jsparkSession.sharedState().externalCatalog()
+        if not catalog.tableExists(relation.schema, relation.identifier):
+            return False
+        empty = getattr(spark._jvm.scala.collection.immutable, "Map$").__getattr__("MODULE$").empty()
+        spec = empty.updated(column, str(value))
+        return bool(catalog.getPartitionOption(relation.schema, relation.identifier, spec).isDefined())
+
     # -- commits: table properties and partition swaps through the metastore --------------
     @available
     def lakerank_get_property(self, relation, key: str, default: str = "") -> str:
