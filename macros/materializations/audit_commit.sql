@@ -6,9 +6,10 @@
   rerun after a crash keeps the diff taken against the true previous state.
 -#}
 {% macro write_audit_commit(target, audit, stage, primary_key, partition_by, declared, commit_id, attempt) -%}
-  {%- set cols = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
+  {%- set cols = adapter.lakerank_query_schema(target | string) | map(attribute='name') | list -%}
   {%- set value_cols = [] -%}
   {%- for c in cols -%}{%- if c not in primary_key -%}{%- do value_cols.append(c) -%}{%- endif -%}{%- endfor -%}
+  {%- if not adapter.lakerank_table_exists(audit) %}
   {% call statement('ensure_audit') -%}
     create table if not exists {{ audit }}
     using parquet partitioned by (_commit_id)
@@ -16,11 +17,14 @@
               cast(null as bigint) as _commit_id
     from {{ target }} as t where false
   {%- endcall %}
+  {%- endif %}
   {%- set existing = adapter.lakerank_partition_locations(audit) -%}
   {%- if ('_commit_id=' ~ commit_id) not in existing -%}
     {%- set audit_stage = api.Relation.create(schema=audit.schema, identifier=audit.identifier ~ '__stage', type='table') -%}
     {%- set root = adapter.lakerank_table_location(audit) -%}
-    {% call statement('drop_audit_stage') -%} drop table if exists {{ audit_stage }} {%- endcall %}
+    {%- if adapter.lakerank_table_exists(audit_stage) -%}  {#- left by a killed run -#}
+      {% call statement('drop_audit_stage') -%} drop table if exists {{ audit_stage }} {%- endcall %}
+    {%- endif -%}
     {% call statement('write_audit') -%}
       create table {{ audit_stage }}
       using parquet partitioned by (_commit_id)

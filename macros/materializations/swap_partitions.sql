@@ -59,7 +59,9 @@
     {%- endif -%}
     {%- set root = adapter.lakerank_table_location(target_relation) -%}
     {%- set attempt = commit_id ~ '_' ~ invocation_id[:8] -%}
-    {% call statement('drop_stage') -%} drop table if exists {{ stage_relation }} {%- endcall %}
+    {%- if adapter.lakerank_table_exists(stage_relation) -%}  {#- left by a killed run -#}
+      {% call statement('drop_stage') -%} drop table if exists {{ stage_relation }} {%- endcall %}
+    {%- endif -%}
     {% call statement('main') -%}
       create table {{ stage_relation }}
       using parquet partitioned by ({{ partition_by }})
