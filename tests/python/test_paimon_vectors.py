@@ -1,12 +1,23 @@
 """Paimon's own test vectors, run through real ``dbt run``s of lakerank's ``pk_table``.
 
 Every table-level vector (and sub-case, and value of a parameterised option) that
-``paimon_vectors.py`` maps is one test: a throwaway dbt project (session-scoped, lakerank
-installed as a local package) holds one model per plan; the model file is rewritten before each
-commit and run with ``dbt run -s <model>``; batch queries read ``lakerank.<model>`` through the
-embedded SparkSession; changelog windows and time travel go through ``lakerank.changes`` /
-``lakerank.as_of``, compiled with one ``dbt compile --inline`` per plan. Each test gets its own
-``LAKERANK_HOME``.
+``paimon_vectors.py`` maps is one test. A throwaway dbt project (session-scoped, lakerank
+installed as a local package) holds one model per plan, and all plans share one
+``LAKERANK_HOME``. The plans run in lockstep: in round k every plan whose next step is a commit
+runs its plain checks before that commit, gets its model file rewritten, and then ONE
+``dbt run -s m1 m2 ...`` commits all of them (the profile's 4 dbt threads); each model's
+success, failure and error message are read back by node name from that run's results, so an
+expected error is matched against its own model's message and a plan whose commit fails
+unexpectedly stops alone. Batch queries read ``lakerank.<model>`` through the embedded
+SparkSession; changelog windows and time travel go through ``lakerank.changes`` /
+``lakerank.as_of``, compiled for all plans in one ``dbt compile --inline`` at the end (per plan
+if that fails, so a compile error stays with its plan; checks that expect an error compile per
+plan). A module-scoped fixture runs every selected plan once; each ``test_vector`` asserts its
+own plan's record. A Python exception in one plan is recorded as that plan's failure.
+
+Switches: ``PAIMON_VECTORS_BATCH=0`` runs each plan alone (one ``dbt run -s <model>`` per
+commit, one compile per plan), to compare a batched outcome with an isolated one;
+``PAIMON_VECTORS_SHARED_HOME=0`` runs each plan alone in a fresh home.
 
 The fast tests at the bottom (no Spark) check the parser/classifier and that
 ``docs/paimon_vectors.md`` lists every vector with its current classification.
@@ -14,12 +25,15 @@ The fast tests at the bottom (no Spark) check the parser/classifier and that
 
 from __future__ import annotations
 
+import collections
+import copy
 import json
 import os
 import pathlib
 import re
 import time
-from typing import Any, Dict, List, Optional, Tuple
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -47,6 +61,23 @@ def _params():
     return out
 
 
+def _negative_control_plan() -> Optional[pv.Plan]:
+    """dedup-07 (deduplicate, descending sequence.field: keeps (1, 10)) with a wrong expectation."""
+    vector = next((v for v in DATA["vectors"] if v["id"] == "dedup-07"), None)
+    if vector is None:
+        return None
+    vector = copy.deepcopy(vector)
+    vector["id"] = "neg-control"
+    for step in vector["steps"]:
+        if "query" in step:
+            step["expected"] = [[1, 20]]
+    (plan,) = pv.classify_vector(vector, CAPS).plans
+    return plan
+
+
+NEGATIVE_CONTROL = _negative_control_plan()
+
+
 # --------------------------------------------------------------------------------------------
 # The throwaway project
 # --------------------------------------------------------------------------------------------
@@ -70,6 +101,50 @@ data_tests:
     +enabled: false
 """
 
+DBT_CALLS: collections.Counter = collections.Counter()  # dbt invocations of this module, by command
+
+
+def _invoke(runner, project: pathlib.Path, home: pathlib.Path, *args: str, vars: Optional[Dict[str, Any]] = None):
+    os.environ["LAKERANK_HOME"] = str(home)
+    cli = [*args, "--project-dir", str(project), "--profiles-dir", str(PROFILES)]
+    if vars:
+        cli += ["--vars", json.dumps(vars)]
+    DBT_CALLS[args[0]] += 1
+    return runner.invoke(cli)
+
+
+def _messages(res) -> str:
+    msgs = []
+    for r in getattr(res.result, "results", None) or []:
+        if str(getattr(r, "status", "")).lower() in ("error", "fail", "runstatus.error"):
+            msgs.append(str(r.message))
+    if res.exception is not None:
+        msgs.append(f"{type(res.exception).__name__}: {res.exception}")
+    return "\n".join(msgs)
+
+
+def _per_model(res, models: List[str]) -> Dict[str, Tuple[bool, str]]:
+    """(success, error message) of each model of one ``dbt run``, by node name."""
+    by_name = {}
+    for r in getattr(res.result, "results", None) or []:
+        node = getattr(r, "node", None)
+        if node is not None:
+            by_name[node.name] = r
+    whole = f"{type(res.exception).__name__}: {res.exception}" if res.exception is not None else ""
+    out = {}
+    for m in models:
+        r = by_name.get(m)
+        if r is None:
+            out[m] = (False, "\n".join(x for x in (f"no result for model {m} in this dbt run", whole) if x))
+            continue
+        status = str(getattr(r.status, "value", r.status)).lower()
+        ok = status == "success" and res.exception is None
+        msgs = [] if status == "success" else [f"{status}: {r.message}"]
+        if whole:
+            msgs.append(whole)
+        out[m] = (ok, "\n".join(msgs))
+    return out
+
 
 @pytest.fixture(scope="session")
 def vectors_project(runner, tmp_path_factory) -> pathlib.Path:
@@ -78,44 +153,37 @@ def vectors_project(runner, tmp_path_factory) -> pathlib.Path:
     (proj / "macros").mkdir()
     (proj / "dbt_project.yml").write_text(DBT_PROJECT)
     (proj / "packages.yml").write_text(f"packages:\n  - local: {ROOT}\n")
-    os.environ["LAKERANK_HOME"] = str(proj / "deps_home")
-    res = runner.invoke(["deps", "--project-dir", str(proj), "--profiles-dir", str(PROFILES)])
+    res = _invoke(runner, proj, proj / "deps_home", "deps")
     assert res.success, f"dbt deps failed: {res.exception}"
     return proj
 
 
 class VectorRun:
-    """Executes one :class:`paimon_vectors.Plan`."""
+    """The state and the checks of one :class:`paimon_vectors.Plan`; its dbt runs are made by a
+    :class:`Lockstep`, together with other plans'."""
 
-    def __init__(self, runner, project: pathlib.Path, home: pathlib.Path, plan: pv.Plan):
-        self.runner = runner
+    def __init__(self, project: pathlib.Path, plan: pv.Plan):
         self.project = project
-        self.home = home
         self.plan = plan
         self.model = plan.model
         self.rel = f"lakerank.{plan.model}"
         self.sids: Dict[int, int] = {0: 0}  # commit marker -> lakerank snapshot id
         self.failures: List[str] = []
         self.checked = 0
-        self.dbt_calls = 0
-        self.started = False
+        self.dbt_calls = 0  # dbt invocations this plan took part in (shared with the other plans)
+        self.pos = 0  # next step of plan.steps
+        self.deferred: List[pv.Check] = []
+        self.calls: Dict[str, Optional[str]] = {}  # deferred placeholder -> macro call (None: empty relation)
+        self.stopped = False  # a failed commit or a Python exception: the rest of the plan is not run
 
-    # ------------------------------------------------------------------ dbt
-    def dbt(self, *args: str, vars: Optional[Dict[str, Any]] = None) -> Tuple[bool, str, Any]:
-        os.environ["LAKERANK_HOME"] = str(self.home)
-        cli = [*args, "--project-dir", str(self.project), "--profiles-dir", str(PROFILES)]
-        if vars:
-            cli += ["--vars", json.dumps(vars)]
-        res = self.runner.invoke(cli)
-        self.dbt_calls += 1
-        self.started = True
-        msgs = []
-        for r in getattr(res.result, "results", None) or []:
-            if str(getattr(r, "status", "")).lower() in ("error", "fail", "runstatus.error"):
-                msgs.append(str(r.message))
-        if res.exception is not None:
-            msgs.append(f"{type(res.exception).__name__}: {res.exception}")
-        return bool(res.success), "\n".join(msgs), res
+    @property
+    def model_path(self) -> pathlib.Path:
+        return self.project / "models" / f"{self.model}.sql"
+
+    def crash(self, where: str, exc: BaseException) -> None:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-4:])
+        self.failures.append(f"{where}: Python exception {type(exc).__name__}: {_clip(str(exc))}\n{tb}")
+        self.stopped = True
 
     def write_model(self, commit: pv.RunCommit) -> None:
         schema = commit.schema
@@ -133,7 +201,7 @@ class VectorRun:
         else:
             body = "{% raw %}\n" + pv.values_sql(schema.columns, commit.rows, self.plan.order_column) + "\n{% endraw %}"
         text = f"-- {self.plan.title} step {commit.index}: {commit.label}\n{{{{ config({args}) }}}}\n{body}\n"
-        (self.project / "models" / f"{self.model}.sql").write_text(text)
+        self.model_path.write_text(text)
 
     # ------------------------------------------------------------------ spark
     def spark(self):
@@ -171,10 +239,29 @@ class VectorRun:
         return rows, types
 
     # ------------------------------------------------------------------ steps
-    def commit(self, c: pv.RunCommit) -> bool:
-        self.write_model(c)
-        vars = {"lakerank_full_compaction": True} if c.full_compaction else None
-        ok, msg, _ = self.dbt("run", "-s", self.model, vars=vars)
+    # deferred checks: lakerank.changes / lakerank.as_of, compiled once at the end
+    _PH = re.compile(r"\{\{(CHANGES|AS_OF|AS_OF_RAW):(-?\d+)(?::(-?\d+))?\}\}")
+
+    def next_commit(self) -> Optional[pv.RunCommit]:
+        """Runs the plain checks before the plan's next commit, in order (the lakerank macro
+        checks and the expected-error checks are deferred), and returns that commit, or None
+        when the plan has no commit left."""
+        while self.pos < len(self.plan.steps):
+            step = self.plan.steps[self.pos]
+            self.pos += 1
+            if isinstance(step, pv.RunCommit):
+                return step
+            if isinstance(step, pv.Check):
+                if self._PH.search(step.sql) or (step.prefix_rows and self._PH.search(step.prefix_rows)):
+                    self.deferred.append(step)
+                elif step.expect_error is not None:
+                    self.deferred.append(step)
+                else:
+                    self.run_plain_check(step)
+        return None
+
+    def finish_commit(self, c: pv.RunCommit, ok: bool, msg: str) -> bool:
+        """Records the outcome of the commit's dbt run; False when the plan cannot go on."""
         where = f"step {c.index} ({c.label})"
         if c.expect_error is not None:
             self.checked += 1
@@ -215,9 +302,6 @@ class VectorRun:
             return
         self.check_rows(chk, rows, types)
 
-    # deferred checks: lakerank.changes / lakerank.as_of, compiled once at the end
-    _PH = re.compile(r"\{\{(CHANGES|AS_OF|AS_OF_RAW):(-?\d+)(?::(-?\d+))?\}\}")
-
     def macro_call(self, m: re.Match) -> Optional[str]:
         kind, a, b = m.group(1), int(m.group(2)), m.group(3)
         ref = f"ref('{self.model}')"
@@ -234,47 +318,32 @@ class VectorRun:
         cols = ", ".join(pv.quote(c.name) for c in self.plan.schema.columns)
         return f"(select {cols} from {self.rel} where false)"
 
-    def compile_macros(self, calls: List[str]) -> Tuple[bool, str, List[str]]:
-        parts = ["select 1 as lakerank_vectors"]
-        for i, call in enumerate(calls):
-            parts.append(f"/*@@{i}@@*/ {call}")
-        parts.append("/*@@END@@*/")
-        ok, msg, res = self.dbt("compile", "--inline", "\n".join(parts))
-        if not ok:
-            return False, msg, []
-        node = res.result.results[0].node
-        text = node.compiled_code
-        out = []
-        for i in range(len(calls)):
-            seg = text.split(f"/*@@{i}@@*/", 1)[1]
-            seg = re.split(r"/\*@@(?:\d+|END)@@\*/", seg, maxsplit=1)[0]
-            out.append(seg.strip())
-        return True, "", out
-
-    def run_deferred(self, checks: List[pv.Check]) -> None:
-        normal = [c for c in checks if c.expect_error is None]
-        errors = [c for c in checks if c.expect_error is not None]
+    def deferred_calls(self) -> List[str]:
+        """The placeholders of the deferred (non-error) checks that need a compiled macro call."""
+        normal = [c for c in self.deferred if c.expect_error is None]
         texts = [c.sql for c in normal] + [c.prefix_rows for c in normal if c.prefix_rows]
-        calls: Dict[str, Optional[str]] = {}
+        self.calls = {}
         for t in texts:
             for m in self._PH.finditer(t):
-                if m.group(0) not in calls:
-                    calls[m.group(0)] = self.macro_call(m)
-        needed = [k for k, v in calls.items() if v is not None]
-        compiled: Dict[str, str] = {}
-        if needed:
-            ok, msg, out = self.compile_macros([calls[k] for k in needed])
-            if not ok:
-                for c in normal:
-                    self.checked += 1
-                    self.failures.append(f"step {c.index} {c.what}: dbt compile of lakerank macros failed: {_clip(msg)}")
-                normal = []
-            else:
-                compiled = dict(zip(needed, out))
+                if m.group(0) not in self.calls:
+                    self.calls[m.group(0)] = self.macro_call(m)
+        return [k for k, v in self.calls.items() if v is not None]
+
+    def run_deferred(self, compiled: Dict[str, str], compile_error: Optional[str],
+                     compile_macros: Callable[[List[str]], Tuple[bool, str, List[str]]]) -> None:
+        """The deferred checks, given the compiled calls of :meth:`deferred_calls` (or the
+        error of their compile). Checks that expect an error compile their own call."""
+        normal = [c for c in self.deferred if c.expect_error is None]
+        errors = [c for c in self.deferred if c.expect_error is not None]
+        if compile_error is not None:
+            for c in normal:
+                self.checked += 1
+                self.failures.append(f"step {c.index} {c.what}: dbt compile of lakerank macros failed: {_clip(compile_error)}")
+            normal = []
 
         def render(sql: str) -> str:
             def sub(m):
-                if calls.get(m.group(0)) is None:
+                if self.calls.get(m.group(0)) is None:
                     return self.empty_relation()
                 return compiled[m.group(0)]
 
@@ -297,7 +366,7 @@ class VectorRun:
             call = self.macro_call(m) if m else None
             err = None
             if call is not None:
-                ok, msg, out = self.compile_macros([call])
+                ok, msg, out = compile_macros([call])
                 if not ok:
                     err = msg
                 else:
@@ -310,23 +379,163 @@ class VectorRun:
             elif not pv.error_matches(c.expect_error, err)[0]:
                 self.failures.append(f"step {c.index} {c.what}: expected error {c.expect_error!r}; got {_clip(err)}")
 
+
+class Lockstep:
+    """Runs several plans side by side in one home: each round, one ``dbt run`` commits every
+    plan whose next step is a commit; at the end, one ``dbt compile --inline`` compiles every
+    plan's lakerank macro calls."""
+
+    def __init__(self, runner, project: pathlib.Path, home: pathlib.Path, runs: List[VectorRun]):
+        self.runner = runner
+        self.project = project
+        self.home = home
+        self.runs = runs
+        self.rounds = 0
+
+    def dbt(self, *args: str, vars: Optional[Dict[str, Any]] = None):
+        return _invoke(self.runner, self.project, self.home, *args, vars=vars)
+
     def run(self) -> None:
-        deferred: List[pv.Check] = []
-        for step in self.plan.steps:
-            if isinstance(step, pv.RunCommit):
-                if not self.commit(step):
-                    # a failed commit leaves the rest of the plan meaningless
-                    self.failures.append("(remaining steps not run after the failed commit)")
-                    return
-            elif isinstance(step, pv.Check):
-                if self._PH.search(step.sql) or (step.prefix_rows and self._PH.search(step.prefix_rows)):
-                    deferred.append(step)
-                elif step.expect_error is not None:
-                    deferred.append(step)
-                else:
-                    self.run_plain_check(step)
-        if deferred:
-            self.run_deferred(deferred)
+        try:
+            active = list(self.runs)
+            while active:
+                batch: List[Tuple[VectorRun, pv.RunCommit]] = []
+                for r in active:
+                    try:
+                        c = r.next_commit()
+                        if c is not None:
+                            r.write_model(c)
+                            batch.append((r, c))
+                    except Exception as exc:  # noqa: BLE001
+                        r.crash("before its next commit", exc)
+                        r.model_path.unlink(missing_ok=True)
+                if not batch:
+                    break
+                outcomes = self.commit_round(batch)
+                for r, c in batch:
+                    r.dbt_calls += 1
+                    try:
+                        ok, msg = outcomes[r.model]
+                        if not r.finish_commit(c, ok, msg):
+                            # a failed commit leaves the rest of the plan meaningless
+                            r.failures.append("(remaining steps not run after the failed commit)")
+                            r.stopped = True
+                    except Exception as exc:  # noqa: BLE001
+                        r.crash(f"step {c.index} ({c.label})", exc)
+                    if r.stopped:  # its model leaves the project: nothing of it can break later parses
+                        r.model_path.unlink(missing_ok=True)
+                active = [r for r, _ in batch if not r.stopped]
+            self.deferred()
+        finally:
+            for r in self.runs:
+                r.model_path.unlink(missing_ok=True)
+
+    def commit_round(self, batch: List[Tuple[VectorRun, pv.RunCommit]]) -> Dict[str, Tuple[bool, str]]:
+        models = [r.model for r, _ in batch]
+        compaction = [r.model for r, c in batch if c.full_compaction]
+        # pk_compaction: a list of model names asks for a full compaction of those models only
+        vars = {"lakerank_full_compaction": compaction} if compaction else None
+        self.rounds += 1
+        try:
+            res = self.dbt("run", "-s", *models, vars=vars)
+            return _per_model(res, models)
+        except Exception as exc:  # noqa: BLE001  (dbtRunner itself blew up: no model has a result)
+            msg = f"dbt run raised {type(exc).__name__}: {exc}"
+            return {m: (False, msg) for m in models}
+
+    def compile_macros(self, calls: List[str], runs: List[VectorRun]) -> Tuple[bool, str, List[str]]:
+        for r in runs:
+            r.dbt_calls += 1
+        parts = ["select 1 as lakerank_vectors"]
+        for i, call in enumerate(calls):
+            parts.append(f"/*@@{i}@@*/ {call}")
+        parts.append("/*@@END@@*/")
+        try:
+            res = self.dbt("compile", "--inline", "\n".join(parts))
+            if not res.success:
+                return False, _messages(res), []
+            text = res.result.results[0].node.compiled_code
+            out = []
+            for i in range(len(calls)):
+                seg = text.split(f"/*@@{i}@@*/", 1)[1]
+                seg = re.split(r"/\*@@(?:\d+|END)@@\*/", seg, maxsplit=1)[0]
+                out.append(seg.strip())
+            return True, "", out
+        except Exception as exc:  # noqa: BLE001
+            return False, f"dbt compile raised {type(exc).__name__}: {exc}", []
+
+    def deferred(self) -> None:
+        runs = [r for r in self.runs if not r.stopped and r.deferred]
+        needed: Dict[str, List[str]] = {}
+        for r in runs:
+            try:
+                needed[r.model] = r.deferred_calls()
+            except Exception as exc:  # noqa: BLE001
+                r.crash("deferred checks", exc)
+        runs = [r for r in runs if not r.stopped]
+        compiled: Dict[str, Dict[str, str]] = {r.model: {} for r in runs}
+        errors: Dict[str, str] = {}
+        todo = [r for r in runs if needed[r.model]]
+        if todo:
+            # every plan's calls in one compile; if that fails, per plan (so that one plan's
+            # error is attributed to it alone)
+            calls = [r.calls[k] for r in todo for k in needed[r.model]]
+            ok, msg, out = self.compile_macros(calls, todo)
+            if ok:
+                it = iter(out)
+                for r in todo:
+                    compiled[r.model] = {k: next(it) for k in needed[r.model]}
+            elif len(todo) == 1:
+                errors[todo[0].model] = msg
+            else:
+                for r in todo:
+                    ok, msg, out = self.compile_macros([r.calls[k] for k in needed[r.model]], [r])
+                    if ok:
+                        compiled[r.model] = dict(zip(needed[r.model], out))
+                    else:
+                        errors[r.model] = msg
+        for r in runs:
+            try:
+                r.run_deferred(compiled[r.model], errors.get(r.model),
+                               lambda calls, r=r: self.compile_macros(calls, [r]))
+            except Exception as exc:  # noqa: BLE001
+                r.crash("deferred checks", exc)
+
+
+def _batched() -> bool:
+    return os.environ.get("PAIMON_VECTORS_BATCH", "1") != "0"
+
+
+def _shared_home() -> bool:
+    return os.environ.get("PAIMON_VECTORS_SHARED_HOME", "1") != "0"
+
+
+def check_unique_models(plans: List[pv.Plan]) -> None:
+    """Plans that share a dbt project and a home must not share a model (= table) name."""
+    seen: Dict[str, List[str]] = collections.defaultdict(list)
+    for p in plans:
+        seen[p.model].append(p.title)
+    dup = {m: titles for m, titles in seen.items() if len(titles) > 1}
+    if dup:
+        raise RuntimeError(f"Paimon vector plans share model names (they would overwrite each other's tables): {dup}")
+
+
+def run_plans(runner, project: pathlib.Path, plans: List[pv.Plan],
+              fresh_home: Callable[[], pathlib.Path]) -> Tuple[Dict[str, VectorRun], List[Lockstep]]:
+    """Runs ``plans``: all in one lockstep batch in the shared home (default), or each alone."""
+    check_unique_models(plans)
+    runs = [VectorRun(project, p) for p in plans]
+    if _shared_home():
+        home = project / "shared_home"  # one metastore for all plans (faster, less isolated)
+        groups = [(home, runs)] if _batched() else [(home, [r]) for r in runs]
+    else:
+        groups = [(fresh_home(), [r]) for r in runs]
+    steps = []
+    for home, group in groups:
+        step = Lockstep(runner, project, home, group)
+        step.run()
+        steps.append(step)
+    return {r.model: r for r in runs}, steps
 
 
 def _py(v: Any) -> Any:
@@ -353,25 +562,54 @@ def _clip(text: str, n: int = 1500) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def vector_runs(request, runner, vectors_project, tmp_path_factory) -> Dict[str, VectorRun]:
+    """Runs every plan of the selected ``test_vector`` items (and the negative control, if its
+    test is selected) once, batched; each test then asserts its own plan's record."""
+    check_unique_models([p for c in CLASSES for p in c.plans] + ([NEGATIVE_CONTROL] if NEGATIVE_CONTROL else []))
+    plans: List[pv.Plan] = []
+    for item in request.session.items:
+        if getattr(item, "module", None) is not request.module:
+            continue
+        name = getattr(item, "originalname", item.name)
+        if name == "test_vector":
+            plan = item.callspec.params.get("plan")
+            if plan is not None and plan.mapped_assertions > 0 and all(plan is not q for q in plans):
+                plans.append(plan)
+        elif name == "test_runner_detects_a_wrong_expectation" and NEGATIVE_CONTROL is not None:
+            plans.append(NEGATIVE_CONTROL)
+    before = sum(DBT_CALLS.values())
+    t0 = time.time()
+    runs, steps = run_plans(runner, vectors_project, plans, lambda: tmp_path_factory.mktemp("home"))
+    made = sum(DBT_CALLS.values()) - before
+    line = (f"paimon vectors: {len(plans)} plans in {len(steps)} lockstep group(s), "
+            f"{sum(s.rounds for s in steps)} commit rounds, {made} dbt invocations "
+            f"({sum(DBT_CALLS.values())} in this module: {dict(DBT_CALLS)}), {time.time() - t0:.0f}s")
+    print(line)
+    if not request.config.pluginmanager.has_plugin(_Summary.name):  # the line again, in pytest's summary
+        request.config.pluginmanager.register(_Summary(line), _Summary.name)
+    return runs
+
+
+class _Summary:
+    name = "paimon-vectors-summary"
+
+    def __init__(self, line: str):
+        self.line = line
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.write_line(self.line)
+
+
 @pytest.mark.parametrize("classification,plan", _params())
-def test_vector(classification: pv.Classification, plan: Optional[pv.Plan], runner, vectors_project, tmp_path):
+def test_vector(classification: pv.Classification, plan: Optional[pv.Plan], vector_runs):
     if plan is None:
         pytest.skip(f"{classification.vector_id} unmappable: {classification.reason}")
     if plan.mapped_assertions == 0:
         pytest.skip(f"{plan.title}: no assertion maps: {plan.unmappable or classification.reason}")
-    if os.environ.get("PAIMON_VECTORS_SHARED_HOME", "1") != "0":
-        home = vectors_project / "shared_home"  # one metastore for all plans (faster, less isolated)
-    else:
-        home = tmp_path / "home"
-    run = VectorRun(runner, vectors_project, home, plan)
-    t0 = time.time()
-    try:
-        run.run()
-    finally:
-        (vectors_project / "models" / f"{plan.model}.sql").unlink(missing_ok=True)
-    elapsed = time.time() - t0
+    run = vector_runs[plan.model]
     skipped = [f"#{s.index} {s.what[:60]}: {s.reason[:120]}" for s in plan.skipped_assertions]
-    print(f"{plan.title}: {run.checked} assertions, {run.dbt_calls} dbt calls, {elapsed:.1f}s; skipped {skipped}")
+    print(f"{plan.title}: {run.checked} assertions, {run.dbt_calls} dbt calls (shared); skipped {skipped}")
     assert run.failures == [], f"{plan.title} ({classification.status}):\n  - " + "\n  - ".join(run.failures)
     # a plan that maps assertions must have executed every one of them
     assert run.checked == plan.mapped_assertions > 0, (run.checked, plan.mapped_assertions)
@@ -580,22 +818,15 @@ def test_plan_schema_changes_and_coalesced_commits():
     assert first.expect_error and first.options["partial-update.remove-record-on-sequence-group"] == "b"
 
 
-def test_runner_detects_a_wrong_expectation(runner, vectors_project, tmp_path):
+def test_runner_detects_a_wrong_expectation(vector_runs):
     """Negative control: the dbt-backed runner must fail a plan whose expectation is wrong
-    (a runner that compared nothing would let every vector pass)."""
-    import copy
-
-    vector = copy.deepcopy(_vector("dedup-07"))  # deduplicate, descending sequence.field: keeps (1, 10)
-    vector["id"] = "neg-control"
-    for step in vector["steps"]:
-        if "query" in step:
-            step["expected"] = [[1, 20]]
-    (plan,) = pv.classify_vector(vector, CAPS).plans
-    home = vectors_project / "shared_home" if os.environ.get("PAIMON_VECTORS_SHARED_HOME", "1") != "0" else tmp_path / "home"
-    run = VectorRun(runner, vectors_project, home, plan)
-    try:
-        run.run()
-    finally:
-        (vectors_project / "models" / f"{plan.model}.sql").unlink(missing_ok=True)
+    (a runner that compared nothing would let every vector pass). It runs in the same batch as
+    the other plans (and as dedup-07 itself, whose right expectation must still pass there)."""
+    if NEGATIVE_CONTROL is None:
+        pytest.skip(f"vector dedup-07 not in {pv.vectors_path()}")
+    run = vector_runs[NEGATIVE_CONTROL.model]
     assert run.checked == 1
     assert len(run.failures) == 1 and "missing [[1, 20]]" in run.failures[0], run.failures
+    twin = next((vector_runs.get(p.model) for c in CLASSES if c.vector_id == "dedup-07" for p in c.plans), None)
+    if twin is not None:
+        assert twin.failures == [] and twin.checked == 1, twin.failures
