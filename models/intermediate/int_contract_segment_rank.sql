@@ -1,6 +1,7 @@
 {#- Seed 000 stage 2, `dwd_project_contract_memory_result_table`: every live contract
-    with its rank inside its (project, segment) slice. Only slices touched by pending
-    changes are recomputed; their segment partitions are swapped in. -#}
+    with its rank inside its (project, segment) slice. The storage periods
+    (`segment_period`) holding segments touched by pending changes are re-ranked and
+    swapped in; their untouched slices come out unchanged. -#}
 {{ config(
     materialized='swap_partitions',
     partition_by='segment_period',
