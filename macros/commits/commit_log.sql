@@ -15,9 +15,9 @@
 {%- endmacro %}
 
 
-{% macro record_commit(relation, commit_id, fingerprint=none) -%}
+{% macro record_commit(relation, commit_id, fingerprint=none, kind='table') -%}
   {% call statement('lakerank_record_commit') -%}
-    alter table {{ relation }} set tblproperties (
+    alter {{ kind }} {{ relation }} set tblproperties (
       '{{ lakerank.commit_property() }}' = '{{ commit_id }}'
       {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
   {%- endcall %}

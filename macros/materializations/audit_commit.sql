@@ -7,8 +7,6 @@
 -#}
 {% macro write_audit_commit(target, audit, stage, primary_key, partition_by, declared, commit_id, attempt) -%}
   {%- set cols = adapter.lakerank_query_schema(target | string) | map(attribute='name') | list -%}
-  {%- set value_cols = [] -%}
-  {%- for c in cols -%}{%- if c not in primary_key -%}{%- do value_cols.append(c) -%}{%- endif -%}{%- endfor -%}
   {%- if not adapter.lakerank_table_exists(audit) %}
   {% call statement('ensure_audit') -%}
     create table if not exists {{ audit }}
@@ -30,43 +28,9 @@
       using parquet partitioned by (_commit_id)
       location '{{ root }}/_v/c{{ attempt }}'
       as
-      with old_rows as (
-        select * from {{ target }} where {{ lakerank.partition_filter(partition_by, declared) }}
-      ),
-      new_rows as (select * from {{ stage }}),
-      paired as (
-        select
-          {%- for c in cols %}
-          o.{{ c }} as o__{{ c }}, n.{{ c }} as n__{{ c }},
-          {%- endfor %}
-          o.{{ primary_key[0] }} is not null as has_old,
-          n.{{ primary_key[0] }} is not null as has_new
-        from old_rows as o
-        full outer join new_rows as n
-          on {% for k in primary_key %}o.{{ k }} = n.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
-      ),
-      changed as (
-        select * from paired
-        where not (has_old and has_new)
-          {%- for c in value_cols %}
-          or not (o__{{ c }} <=> n__{{ c }})
-          {%- endfor %}
-      ),
-      kinds as (
-        select stack(2,
-          case when has_new then '-U' else '-D' end, false,
-          case when has_old then '+U' else '+I' end, true) as (rowkind, is_after),
-          changed.*
-        from changed
-      )
-      select rowkind,
-        {%- for c in cols %}
-        case when is_after then n__{{ c }} else o__{{ c }} end as {{ c }},
-        {%- endfor %}
-        current_timestamp() as _commit_time,
-        cast({{ commit_id }} as bigint) as _commit_id
-      from kinds
-      where (is_after and has_new) or (not is_after and has_old)
+      {{ lakerank.audit_diff(
+          '(select * from ' ~ target ~ ' where ' ~ lakerank.partition_filter(partition_by, declared) ~ ')',
+          stage | string, cols, primary_key, commit_id) }}
     {%- endcall %}
     {%- set staged = adapter.lakerank_partition_locations(audit_stage) -%}
     {%- if staged -%}
@@ -77,4 +41,51 @@
     {%- endif -%}
     {% call statement('drop_audit_stage_after') -%} drop table if exists {{ audit_stage }} {%- endcall %}
   {%- endif -%}
+{%- endmacro %}
+
+
+{#- The row-level diff from `old_rows` to `new_rows` (two relations or parenthesised
+    queries with columns `cols`), keyed by `primary_key`, as audit-log rows: rowkind
+    (-U/+U for a changed row, +I new, -D gone), the columns, `_commit_time` and (unless
+    `with_commit_id` is false) `_commit_id`. Unchanged rows produce nothing. -#}
+{% macro audit_diff(old_rows, new_rows, cols, primary_key, commit_id, with_commit_id=true) -%}
+  {%- set value_cols = [] -%}
+  {%- for c in cols -%}{%- if c not in primary_key -%}{%- do value_cols.append(c) -%}{%- endif -%}{%- endfor -%}
+  with old_rows as (select * from {{ old_rows }}),
+  new_rows as (select * from {{ new_rows }}),
+  paired as (
+    select
+      {%- for c in cols %}
+      o.{{ c }} as o__{{ c }}, n.{{ c }} as n__{{ c }},
+      {%- endfor %}
+      o.{{ primary_key[0] }} is not null as has_old,
+      n.{{ primary_key[0] }} is not null as has_new
+    from old_rows as o
+    full outer join new_rows as n
+      on {% for k in primary_key %}o.{{ k }} = n.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+  ),
+  changed as (
+    select * from paired
+    where not (has_old and has_new)
+      {%- for c in value_cols %}
+      or not (o__{{ c }} <=> n__{{ c }})
+      {%- endfor %}
+  ),
+  kinds as (
+    select stack(2,
+      case when has_new then '-U' else '-D' end, false,
+      case when has_old then '+U' else '+I' end, true) as (rowkind, is_after),
+      changed.*
+    from changed
+  )
+  select rowkind,
+    {%- for c in cols %}
+    case when is_after then n__{{ c }} else o__{{ c }} end as {{ c }},
+    {%- endfor %}
+    current_timestamp() as _commit_time
+    {%- if with_commit_id %},
+    cast({{ commit_id }} as bigint) as _commit_id
+    {%- endif %}
+  from kinds
+  where (is_after and has_new) or (not is_after and has_old)
 {%- endmacro %}

@@ -141,7 +141,7 @@
   {%- endif -%}
   {%- set buckets = [] -%}
   {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
-  {% do lakerank.remember_written(target, '_bucket', buckets | unique | list) %}
+  {% do lakerank.remember_written(target, lakerank.partition_filter('_bucket', buckets | unique | list)) %}
   {% call statement('pk_drop_input') -%} drop view if exists {{ views.input }} {%- endcall %}
 
   {{ run_hooks(post_hooks) }}

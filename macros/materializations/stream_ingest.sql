@@ -4,9 +4,11 @@
   through the query's checkpoint. The model returns a summary string. After it ran, the
   newest partition of the model's table (partitioned by `_commit_id`) is recorded in
   the table property `lakerank.commit_id`: the commit head downstream models read.
+  Its data tests in the same invocation check only the commits this run wrote.
 -#}
 {% materialization stream_ingest, default, supported_languages=['python'] %}
   {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set before = lakerank.watermark(target_relation) if load_cached_relation(this) is not none else -1 -%}
   {{ run_hooks(pre_hooks) }}
   {% call statement('main', language='python') -%}
 {{ compiled_code }}
@@ -23,6 +25,8 @@ lakerank_result = model(dbt, spark)
       {% do lakerank.record_commit(target_relation, head) %}
     {%- endif -%}
   {%- endif -%}
+  {#- Its data tests in this invocation read only the commits it just wrote. -#}
+  {% do lakerank.remember_written(target_relation, '_commit_id > ' ~ before) %}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

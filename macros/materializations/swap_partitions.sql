@@ -38,7 +38,7 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing is not none and not window['pending'] and not full_refresh -%}
-    {% do lakerank.remember_written(target_relation, partition_by, []) %}
+    {% do lakerank.remember_written(target_relation, 'false') %}
     {% call statement('main') -%}
       select 'no pending commits' as status
     {%- endcall %}
@@ -78,7 +78,7 @@
     {% do adapter.lakerank_swap_partitions(target_relation, stage_relation, partition_by, declared) %}
     {% call statement('drop_stage_after') -%} drop table if exists {{ stage_relation }} {%- endcall %}
     {% do lakerank.record_commit(target_relation, commit_id, fingerprint) %}
-    {% do lakerank.remember_written(target_relation, partition_by, [] if full_refresh else declared) %}
+    {% do lakerank.remember_written(target_relation, 'true' if full_refresh else lakerank.partition_filter(partition_by, declared)) %}
   {%- endif -%}
 
   {{ run_hooks(post_hooks) }}

@@ -18,14 +18,6 @@
 {%- endmacro %}
 
 
-{#- Segment periods (storage partitions) touched by the pending changes (compile-time list). -#}
-{% macro touched_periods() -%}
-  {%- if not lakerank.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
-  {{ return(lakerank.query_values(
-      "select distinct " ~ lakerank.segment_period() ~ " from (" ~ lakerank.contract_changes() ~ ")")) }}
-{%- endmacro %}
-
-
 {#- Project buckets touched by the pending changes (compile-time list). -#}
 {% macro touched_buckets() -%}
   {%- if not lakerank.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
@@ -35,12 +27,13 @@
 {%- endmacro %}
 
 
-{#- Segment periods (storage partitions) a rank rewrite replaces (compile-time list, from the scope table). -#}
-{% macro rank_rewrite_partitions() -%}
-  {%- set scope = ref('int_contract_rank_scope') -%}
-  {%- if not execute or not adapter.lakerank_table_exists(scope) -%}{{ return([]) }}{%- endif -%}
-  {{ return(lakerank.query_values(
-      "select distinct " ~ lakerank.segment_period() ~ " from " ~ ref('int_contract_rank_scope'))) }}
+{#- The rows of a rank table (`fct_contract_rank`, `dim_project_rank_version`) a rank
+    rewrite recomputes, as a merge_on_read predicate (alias `t`): the scoped projects'
+    segments from `boundary` (`touched_from` or `rewrite_from`) on. -#}
+{% macro rank_rewrite_predicate(boundary) -%}
+(t.project_id, t.segment_start) in (
+        select project_id, segment_start from {{ ref('int_contract_rank_scope') }}
+        where segment_start >= {{ boundary }})
 {%- endmacro %}
 
 
@@ -65,30 +58,14 @@
 {%- endmacro %}
 
 
-{#- The two inputs every rank rewrite starts from, as CTEs: `scope` (per touched project,
-    touched_from and rewrite_from) and `existing` (the model's rows in the rewritten periods). -#}
-{% macro rank_rewrite_inputs(rewrite) -%}
+{#- The scope every rank rewrite starts from, as a CTE: per touched project,
+    `touched_from` and `rewrite_from`. -#}
+{% macro rank_rewrite_scope() -%}
 scope as (
     select distinct
         project_id,
         touched_from,
         rewrite_from
     from {{ ref('int_contract_rank_scope') }}
-),
-
-existing as (
-    select * from {{ lakerank.prior_rows('segment_period', rewrite) }}
 )
-{%- endmacro %}
-
-
-{#- The `existing` rows a rank rewrite keeps: all but the scoped projects' rows from their
-    `boundary` segment (`touched_from` or `rewrite_from`) on, which it recomputes. -#}
-{% macro rank_rewrite_kept(boundary) -%}
-select existing.*
-    from existing
-    left anti join scope
-        on
-            existing.project_id = scope.project_id
-            and existing.segment_start >= scope.{{ boundary }}
 {%- endmacro %}

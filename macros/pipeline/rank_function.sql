@@ -42,5 +42,5 @@
 {#- The settings the pipeline's incremental state depends on (stored with every commit). -#}
 {% macro pipeline_fingerprint() -%}
   {{- 'rank_function=' ~ lakerank.rank_function() ~ ';segment_seconds=' ~ var('segment_seconds')
-      ~ ';project_buckets=' ~ var('project_buckets') ~ ';segment_period=' ~ var('segment_period') -}}
+      ~ ';project_buckets=' ~ var('project_buckets') -}}
 {%- endmacro %}

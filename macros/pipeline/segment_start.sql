@@ -27,20 +27,3 @@
     + hour(cast({{ ts }} as timestamp_ntz)) * 3600 + minute(cast({{ ts }} as timestamp_ntz)) * 60
     + second(cast({{ ts }} as timestamp_ntz)))
 {%- endmacro %}
-
-
-{#- The storage partition of a segment: its `segment_start` cut to the period of var
-    `segment_period` (`day`, `month` (default) or `year`), as a string such as '2024-03'.
-    The segment-keyed tables are partitioned by it, not by the segment itself: a daily
-    partition per segment means ~1,100 partitions over three years, and every partition
-    costs a file, metastore rows and a listing entry on each write and read (issue C
-    measured ~20 ms a file written and ~30 ms a metastore partition). Zone-free: the text
-    of a TIMESTAMP_NTZ is its wall clock. -#}
-{% macro segment_period(segment_start='segment_start') -%}
-  {%- set period = var('segment_period', 'month') -%}
-  {%- set width = {'day': 10, 'month': 7, 'year': 4}.get(period) -%}
-  {%- if width is none -%}
-    {{ exceptions.raise_compiler_error("var segment_period must be day, month or year, got " ~ period) }}
-  {%- endif -%}
-  substr(cast({{ segment_start }} as string), 1, {{ width }})
-{%- endmacro %}

@@ -6,9 +6,10 @@
   A test whose claim needs whole groups (not partitions) opts out with
   `config(lakerank_partition_filter=false)` and always reads the whole table.
 -#}
-{% macro remember_written(relation, partition_by, values) -%}
-  {%- do adapter.lakerank_memo_set('written:' ~ invocation_id ~ ':' ~ relation,
-                                   {'column': partition_by, 'values': values}) -%}
+{#- `filter`: a SQL predicate over the relation's columns (alias `t`) selecting the rows
+    this run wrote, e.g. `lakerank.partition_filter(column, values)`. -#}
+{% macro remember_written(relation, filter) -%}
+  {%- do adapter.lakerank_memo_set('written:' ~ invocation_id ~ ':' ~ relation, filter) -%}
 {%- endmacro %}
 
 
@@ -19,10 +20,10 @@
   {%- if where -%}{%- do filters.append('(' ~ where ~ ')') -%}{%- endif -%}
   {%- if written is not none and not var('lakerank_full_tests', false)
         and config.get('lakerank_partition_filter', true) -%}
-    {%- do filters.append(lakerank.partition_filter(written['column'], written['values'])) -%}
+    {%- do filters.append('(' ~ written ~ ')') -%}
   {%- endif -%}
   {%- if filters -%}
-    {%- do return("(select * from " ~ relation ~ " where " ~ filters | join(' and ') ~ ") dbt_subquery") -%}
+    {%- do return("(select * from " ~ relation ~ " as t where " ~ filters | join(' and ') ~ ") dbt_subquery") -%}
   {%- else -%}
     {%- do return(relation) -%}
   {%- endif -%}

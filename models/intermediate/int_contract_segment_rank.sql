@@ -1,15 +1,21 @@
 {#- Seed 000 stage 2, `dwd_project_contract_memory_result_table`: every live contract
-    with its rank inside its (project, segment) slice. The storage periods
-    (`segment_period`) holding segments touched by pending changes are re-ranked and
-    swapped in; their untouched slices come out unchanged. -#}
+    with its rank inside its (project, segment) slice. The slices touched by pending
+    changes (where a changed contract was or now is) are re-ranked; the merge-on-read
+    commit writes only the rows whose rank or values changed. -#}
 {{ config(
-    materialized='swap_partitions',
-    partition_by='segment_period',
+    materialized='merge_on_read',
+    compact_commits=var('compact_commits'),
+    primary_key=['contract_id'],
+    cluster_by=['project_id', 'segment_start'],
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
-{%- set touched = lakerank.touched_periods() -%}
-{%- do lakerank.declare_partitions(touched) -%}
+{%- set touched_slices -%}
+    (t.project_id, t.segment_start) in (
+        select project_id, segment_start from ({{ lakerank.contract_changes() }}))
+    or t.contract_id in (select contract_id from ({{ lakerank.contract_changes() }}))
+{%- endset -%}
+{%- do lakerank.declare_rewrite(touched_slices) -%}
 
 with
 
@@ -18,7 +24,7 @@ changes as (
 ),
 
 existing as (
-    select * from {{ lakerank.prior_rows('segment_period', touched) }}
+    select * from {{ lakerank.rewrite_prior_rows(touched_slices) }}
 ),
 
 latest_change as (
@@ -69,6 +75,5 @@ select
     mem_rn,
     cast({{ lakerank.positions_used('mem_rn', 'project_id, segment_start') }} as bigint) as segment_positions,
     cast({{ lakerank.positions_through('mem_rn', 'project_id, segment_start') }} as bigint) as positions_through,
-    segment_start,
-    {{ lakerank.segment_period() }} as segment_period
+    segment_start
 from ranked

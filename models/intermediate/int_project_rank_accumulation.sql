@@ -18,7 +18,6 @@
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- set touched_buckets = lakerank.touched_buckets() -%}
-{%- set touched_periods = lakerank.touched_periods() -%}
 
 with
 
@@ -48,7 +47,6 @@ slice_totals as (
         on
             slices.project_id = touched_slices.project_id
             and slices.segment_start = touched_slices.segment_start
-    where {{ lakerank.partition_filter('slices.segment_period', touched_periods) }}
     group by slices.project_id, slices.segment_start
 ),
 

@@ -5,17 +5,18 @@
     Rebuilt for touched projects from their `rewrite_from` segment on (late data in
     the middle of history corrects every later version) with `lakerank.zipper`. -#}
 {{ config(
-    materialized='swap_partitions',
-    partition_by='segment_period',
+    materialized='merge_on_read',
+    compact_commits=var('compact_commits'),
+    primary_key=['project_id', 'ver_start'],
+    cluster_by=['project_id', 'segment_start'],
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
-{%- set rewrite = lakerank.rank_rewrite_partitions() -%}
-{%- do lakerank.declare_partitions(rewrite) -%}
+{%- do lakerank.declare_rewrite(lakerank.rank_rewrite_predicate('rewrite_from')) -%}
 
 with
 
-{{ lakerank.rank_rewrite_inputs(rewrite) }},
+{{ lakerank.rank_rewrite_scope() }},
 
 segment_bases as (
     {{ lakerank.segment_bases() }}
@@ -30,8 +31,7 @@ points as (
     from {{ ref('int_contract_segment_rank') }} as slices
     inner join scope on slices.project_id = scope.project_id
     where
-        {{ lakerank.partition_filter('slices.segment_period', rewrite) }}
-        and slices.segment_start >= scope.rewrite_from
+        slices.segment_start >= scope.rewrite_from
     group by slices.project_id, slices.segment_start, slices.sign_time
 ),
 
@@ -52,19 +52,12 @@ versions as (
     {{ lakerank.zipper(
         'point_values', ['project_id'], 'ver_start', ['base_max_rn', 'segment_start'],
         change_order=[], rowkind=none) }}
-),
-
-kept as (
-    {{ lakerank.rank_rewrite_kept('rewrite_from') }}
 )
 
-select * from kept
-union all
 select
     project_id,
     ver_start,
     ver_end,
     base_max_rn,
-    segment_start,
-    {{ lakerank.segment_period() }} as segment_period
+    segment_start
 from versions

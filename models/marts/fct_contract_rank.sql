@@ -6,35 +6,31 @@
     rows from their earliest touched segment on are recomputed; every changed row goes
     to the audit log that `fct_contract_rank_changelog` exposes. -#}
 {{ config(
-    materialized='swap_partitions',
-    partition_by='segment_period',
+    materialized='merge_on_read',
+    compact_commits=var('compact_commits'),
+    cluster_by=['project_id', 'segment_start'],
     primary_key=['contract_id'],
-    changelog=true,
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
-{%- set rewrite = lakerank.rank_rewrite_partitions() -%}
-{%- do lakerank.declare_partitions(rewrite) -%}
+{%- do lakerank.declare_rewrite(lakerank.rank_rewrite_predicate('touched_from')) -%}
 
 with
 
-{{ lakerank.rank_rewrite_inputs(rewrite) }},
+{{ lakerank.rank_rewrite_scope() }},
 
 slices as (
     select slices.*
     from {{ ref('int_contract_segment_rank') }} as slices
     inner join scope on slices.project_id = scope.project_id
     where
-        {{ lakerank.partition_filter('slices.segment_period', rewrite) }}
-        and slices.segment_start >= scope.touched_from
+        slices.segment_start >= scope.touched_from
 ),
 
 zipper as (
     select zipper.*
     from {{ ref('dim_project_rank_version') }} as zipper
-    where
-        {{ lakerank.partition_filter('zipper.segment_period', rewrite) }}
-        and zipper.project_id in (select scope.project_id from scope)
+    where zipper.project_id in (select scope.project_id from scope)
 ),
 
 slice_bases as (
@@ -50,21 +46,14 @@ ranked as (
         slices.sign_time,
         slices.amount,
         slices.mem_rn,
-        coalesce(slice_bases.base_max_rn, 0) as base_max_rn,
-        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) as asc_rn,
         slices.segment_start,
-        slices.segment_period
+        coalesce(slice_bases.base_max_rn, 0) as base_max_rn,
+        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) as asc_rn
     from slices
     left join slice_bases
         on
             slices.project_id = slice_bases.project_id
             and slices.segment_start = slice_bases.segment_start
-),
-
-kept as (
-    {{ lakerank.rank_rewrite_kept('touched_from') }}
 )
 
-select * from kept
-union all
 select * from ranked

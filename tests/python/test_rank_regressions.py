@@ -91,16 +91,14 @@ def scenario_batch(i: int) -> list[str]:
 
 
 def plant_wrong_rank(lakerank, contract_id: int) -> None:
-    """Add 1 to one contract's asc_rn in place (its storage partition rewritten)."""
+    """Add 1 to one contract's asc_rn: a forged commit in the merge-on-read change log."""
     spark = lakerank.spark()
     fct = "lakerank.fct_contract_rank"
-    period = spark.sql(f"select segment_period from {fct} where contract_id = {contract_id}").first()[0]
-    rows = spark.sql(
-        f"select project_id, contract_id, sign_time, amount, mem_rn, base_max_rn,"
-        f" asc_rn + if(contract_id = {contract_id}, 1, 0) as asc_rn, segment_start"
-        f" from {fct} where segment_period = '{period}'").collect()
-    spark.createDataFrame(rows, spark.table(fct).drop("segment_period").schema).createOrReplaceTempView("planted")
-    spark.sql(f"insert overwrite table {fct} partition (segment_period = '{period}') select * from planted").collect()
+    cols = ", ".join("asc_rn + 1 as asc_rn" if c == "asc_rn" else c for c in spark.table(fct).columns)
+    spark.sql(
+        f"insert into {fct}__audit_log partition (_commit_id = 999999999)"
+        f" select '+U' as rowkind, {cols}, current_timestamp() as _commit_time"
+        f" from {fct} where contract_id = {contract_id}").collect()
 
 
 # Issue F point 3: business times are wall-clock values and read back exactly as landed,

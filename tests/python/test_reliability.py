@@ -70,7 +70,7 @@ def test_sigkill_at_any_stage_then_rerun_is_exact(lakerank):
     # Batch 2: killed while the fact table diffs/swaps, then completed.
     plan = [
         (batches[1], [("stg_contract_changelog", 2.0), ("int_project_rank_accumulation", 1.0)]),
-        (batches[2], [("START sql swap_partitions model lakerank.fct_contract_rank", 1.5)]),
+        (batches[2], [("START sql merge_on_read model lakerank.fct_contract_rank", 1.5)]),
     ]
     for lines, kills in plan:
         path = lakerank.land(lines)

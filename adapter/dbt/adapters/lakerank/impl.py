@@ -102,6 +102,33 @@ class LakerankAdapter(SparkAdapter):
         return str(spark._jvm.org.apache.hadoop.fs.Path(table.location()).toString())
 
     @available
+    def lakerank_schema_location(self, schema: str) -> str:
+        """The warehouse directory of ``schema`` (where its managed tables live)."""
+        spark = self._session()
+        if spark is None:
+            return ""
+        database = spark._jsparkSession.sharedState().externalCatalog().getDatabase(schema)
+        return str(spark._jvm.org.apache.hadoop.fs.Path(database.locationUri()).toString())
+
+    @available
+    def lakerank_prune_versions(self, root: str, keep: str) -> int:
+        """Delete every directory under ``root`` except ``keep`` (superseded or orphaned
+        versions of a merge-on-read base); returns how many were deleted."""
+        spark = self._session()
+        if spark is None or not root:
+            return 0
+        path, fs = self._fs(root)
+        if not fs.exists(path):
+            return 0
+        keep_path = str(spark._jvm.org.apache.hadoop.fs.Path(keep).toString()).rstrip("/")
+        deleted = 0
+        for status in fs.listStatus(path):
+            child = status.getPath()
+            if status.isDirectory() and str(child.toString()).rstrip("/") != keep_path:
+                deleted += int(bool(fs.delete(child, True)))
+        return deleted
+
+    @available
     def lakerank_table_exists(self, relation) -> bool:
         """Ask the metastore directly (dbt's relation cache misses tables written by macros)."""
         spark = self._session()

@@ -1,0 +1,234 @@
+{#-
+  merge_on_read — lakerank's incremental materialization for keyed tables whose commits
+  change a scattered subset of rows (Paimon's merge-on-read: a base plus a log of changes,
+  merged when read, compacted now and then).
+
+  The model declares, with `lakerank.declare_rewrite(predicate)`, which of its current
+  rows this run recomputes (a SQL predicate over the table's columns, alias `t`), and its
+  SELECT returns the complete new contents of exactly those rows (a row it no longer
+  returns is deleted; `lakerank.rewrite_prior_rows()` reads the current ones). One run is
+  one commit, and it writes only what changed:
+    1. the row-level diff between the current rows under the predicate and the SELECT,
+       keyed by `primary_key`, is written as partition `_commit_id` of `<model>__audit_log`
+       (rowkind +I/-U/+U/-D, Paimon's $audit_log) — adding that partition is the commit
+       point (one metastore call: a reader sees the whole commit or none of it);
+    2. the model's watermark (`lakerank.commit_id`) is recorded on the view.
+  `<model>` is a view: `<model>__base` (parquet, sorted by `cluster_by`) with each key's
+  newest change since the base applied on top. When the changes since the base pass
+  `compact_commits` commits or `compact_ratio` of the base's bytes, the view's rows are
+  written as a new base version (`<model>__base/_v/b<commit>_<attempt>`), the base table is
+  pointed at it and the view at the changes after it.
+
+  A first build (or `--full-refresh`) writes the SELECT as the base and every row as +I
+  of the first commit. A run killed anywhere is repaired by running again: before step 1
+  nothing is visible; after it the rerun finds the commit's partition and only records it.
+  A reader in the middle of a compaction sees old base + changes or new base + changes:
+  the same rows, because applying a change again over a base that already holds it is a
+  no-op.
+
+  Config: primary_key (list, required), commit_source, state_fingerprint,
+  cluster_by (default primary_key), compact_commits (default 10), compact_ratio (0.5),
+  compact_min_bytes (16 MiB).
+-#}
+{% materialization merge_on_read, default %}
+  {%- set view_relation = this.incorporate(type='view') -%}
+  {%- set existing = load_cached_relation(this) -%}
+  {%- set primary_key = config.require('primary_key') -%}
+  {%- set fingerprint = config.get('state_fingerprint') -%}
+  {%- set window = lakerank.commit_window() -%}
+  {%- set full_refresh = should_full_refresh() -%}
+  {%- set parts = lakerank.merge_on_read_parts(this) -%}
+
+  {%- if existing is not none and not full_refresh -%}
+    {%- if existing.type != 'view' -%}
+      {{ exceptions.raise_compiler_error(
+          this ~ " was built as a " ~ existing.type ~ " by an older lakerank layout; it is now a"
+          ~ " merge-on-read view over " ~ parts['base'] ~ ". Run `dbt build --full-refresh` to rebuild it.") }}
+    {%- endif -%}
+    {% do lakerank.check_fingerprint(view_relation, fingerprint) %}
+  {%- endif -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {%- if existing is not none and not window['pending'] and not full_refresh -%}
+    {% do lakerank.remember_written(view_relation, 'false') %}
+    {% call statement('main') -%}
+      select 'no pending commits' as status
+    {%- endcall %}
+  {%- else -%}
+    {%- set commit_id = window['to'] -%}
+    {%- set attempt = commit_id ~ '_' ~ invocation_id[:8] -%}
+    {%- if existing is none or full_refresh -%}
+      {% do lakerank.merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, attempt, fingerprint) %}
+      {% do lakerank.remember_written(view_relation, 'true') %}
+    {%- else -%}
+      {%- set predicate = adapter.lakerank_memo_get('rewrite:' ~ invocation_id ~ ':' ~ this) -%}
+      {%- if predicate is none -%}
+        {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank.declare_rewrite('<predicate>')") }}
+      {%- endif -%}
+      {% do lakerank.merge_on_read_commit(view_relation, parts, primary_key, predicate, commit_id, attempt) %}
+      {%- set base_commit = adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1') | int -%}
+      {%- if lakerank.merge_on_read_needs_compaction(parts, base_commit) -%}
+        {% do lakerank.merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) %}
+      {%- else -%}
+        {% do lakerank.record_commit(view_relation, commit_id, fingerprint, kind='view') %}
+      {%- endif -%}
+      {% do lakerank.remember_written(view_relation, predicate) %}
+    {%- endif -%}
+  {%- endif -%}
+
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [view_relation]}) }}
+{% endmaterialization %}
+
+
+{#- The side tables and storage root of a merge-on-read model. -#}
+{% macro merge_on_read_parts(relation) -%}
+  {{ return({
+      'base': lakerank.side_table(relation, 'base'),
+      'audit': lakerank.side_table(relation, 'audit_log'),
+      'root': (adapter.lakerank_schema_location(relation.schema) if execute else '')
+              ~ '/' ~ relation.identifier ~ '__base',
+      'cluster_by': config.get('cluster_by', config.get('primary_key')),
+  }) }}
+{%- endmacro %}
+
+
+{#- First build or --full-refresh: the SELECT becomes the base, every row +I of the commit. -#}
+{% macro merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, attempt, fingerprint) -%}
+  {%- if existing is not none -%}
+    {% do adapter.drop_relation(existing) %}
+  {%- endif -%}
+  {%- for side in [parts['base'], parts['audit']] -%}
+    {%- if adapter.lakerank_table_exists(side) -%}  {#- left by a killed first build or the old state -#}
+      {% call statement('drop_' ~ side.identifier) -%} drop table if exists {{ side }} {%- endcall %}
+    {%- endif -%}
+  {%- endfor -%}
+  {% do adapter.lakerank_delete_path(parts['root']) %}
+  {% call statement('main') -%}
+    create table {{ parts['base'] }}
+    using parquet
+    location '{{ parts['root'] }}/_v/b{{ attempt }}'
+    as select * from ({{ sql }}) order by {{ parts['cluster_by'] | join(', ') }}
+  {%- endcall %}
+  {% call statement('create_audit_log') -%}
+    create table {{ parts['audit'] }}
+    using parquet partitioned by (_commit_id)
+    as select '+I' as rowkind, base.*, current_timestamp() as _commit_time,
+              cast({{ commit_id }} as bigint) as _commit_id
+    from {{ parts['base'] }} as base
+  {%- endcall %}
+  {% do lakerank.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
+{%- endmacro %}
+
+
+{#- One incremental commit: the diff of the rows under `predicate` is added to the audit
+    log as partition `_commit_id = commit_id` (unless a killed run already added it). -#}
+{% macro merge_on_read_commit(view_relation, parts, primary_key, predicate, commit_id, attempt) -%}
+  {%- set committed = adapter.lakerank_partition_exists(parts['audit'], '_commit_id', commit_id) -%}
+  {%- if not committed -%}
+    {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
+    {%- set location = adapter.lakerank_table_location(parts['audit']) ~ '/_v/c' ~ attempt -%}
+    {% call statement('main') -%}
+      insert overwrite directory '{{ location }}' using parquet
+      {{ lakerank.audit_diff(
+          '(select * from ' ~ view_relation ~ ' as t where ' ~ predicate ~ ')',
+          '(' ~ sql ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
+    {%- endcall %}
+    {% call statement('add_audit_partition') -%}
+      alter table {{ parts['audit'] }} add if not exists partition (_commit_id = {{ commit_id }})
+      location '{{ location }}'
+    {%- endcall %}
+  {%- else -%}
+    {% call statement('main') -%}
+      select 'commit {{ commit_id }} already in the audit log' as status
+    {%- endcall %}
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- Whether the changes since the base (commit `base_commit`) are due for compaction:
+    `compact_commits` commits, or more than `compact_ratio` of the base's bytes once they
+    pass `compact_min_bytes` (parquet's per-file overhead makes tiny tables look 100 %
+    changed). -#}
+{% macro merge_on_read_needs_compaction(parts, base_commit) -%}
+  {%- set deltas = [] -%}
+  {%- for spec, location in adapter.lakerank_partition_locations(parts['audit']).items() -%}
+    {%- if spec.split('=')[1] | int > base_commit -%}{%- do deltas.append(location) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if deltas | length >= config.get('compact_commits', 10) | int -%}{{ return(true) }}{%- endif -%}
+  {%- if deltas | length == 0 -%}{{ return(false) }}{%- endif -%}
+  {%- set base_bytes = adapter.lakerank_path_bytes([adapter.lakerank_table_location(parts['base'])]) -%}
+  {%- set delta_bytes = adapter.lakerank_path_bytes(deltas) -%}
+  {{ return(delta_bytes >= config.get('compact_min_bytes', 16777216) | int
+            and delta_bytes > config.get('compact_ratio', 0.5) | float * base_bytes) }}
+{%- endmacro %}
+
+
+{#- Write the view's rows as a new base version, point the base table at it, then the view
+    at the changes after `commit_id`; older base versions are deleted. -#}
+{% macro merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) -%}
+  {%- set location = parts['root'] ~ '/_v/b' ~ attempt -%}
+  {% call statement('compact_base') -%}
+    insert overwrite directory '{{ location }}' using parquet
+    select * from {{ view_relation }} order by {{ parts['cluster_by'] | join(', ') }}
+  {%- endcall %}
+  {% call statement('point_base') -%}
+    alter table {{ parts['base'] }} set location '{{ location }}'
+  {%- endcall %}
+  {% do lakerank.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
+  {% do adapter.lakerank_prune_versions(parts['root'] ~ '/_v', location) %}
+{%- endmacro %}
+
+
+{#- (Re)define the view: the base with each key's newest change after `base_commit` on top
+    (an after-image replaces the row, a delete removes it), and the model's watermark. -#}
+{% macro merge_on_read_replace_view(view_relation, parts, primary_key, base_commit, commit_id, fingerprint) -%}
+  {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
+  {%- set on_key -%}
+    {%- for k in primary_key %}base.{{ k }} = changes.{{ k }}{{ ' and ' if not loop.last }}{% endfor -%}
+  {%- endset -%}
+  {% call statement('replace_view') -%}
+    create or replace view {{ view_relation }}
+    tblproperties (
+      '{{ lakerank.commit_property() }}' = '{{ commit_id }}',
+      'lakerank.base_commit' = '{{ base_commit }}'
+      {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
+    as
+    with changes as (
+      select * from {{ parts['audit'] }} where _commit_id > {{ base_commit }}
+    ),
+    newest as (
+      select *, row_number() over (
+        partition by {{ primary_key | join(', ') }}
+        order by _commit_id desc, case when rowkind in ('+I', '+U') then 0 else 1 end) as lakerank_pick
+      from changes
+    )
+    select {% for c in cols %}base.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
+    from {{ parts['base'] }} as base
+    left anti join changes on {{ on_key }}
+    union all
+    select {{ cols | join(', ') }}
+    from newest
+    where lakerank_pick = 1 and rowkind in ('+I', '+U')
+  {%- endcall %}
+{%- endmacro %}
+
+
+{#- Declare which current rows this run of a merge_on_read model recomputes: a SQL
+    predicate over the table's columns (alias `t`). -#}
+{% macro declare_rewrite(predicate) -%}
+  {%- do adapter.lakerank_memo_set('rewrite:' ~ invocation_id ~ ':' ~ this, predicate) -%}
+{%- endmacro %}
+
+
+{#- The model's current rows under `predicate` (a parenthesised subquery, alias `t`
+    inside); empty and typed from the YAML on a first build or --full-refresh. -#}
+{% macro rewrite_prior_rows(predicate) -%}
+  {%- set existing = load_cached_relation(this) if execute else none -%}
+  {%- if existing is none or should_full_refresh() -%}
+    {{ lakerank.prior_rows() }}
+  {%- else -%}
+    (select * from {{ this }} as t where {{ predicate }})
+  {%- endif -%}
+{%- endmacro %}
