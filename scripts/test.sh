@@ -4,9 +4,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/lint.sh || exit 1
-# Two workers, one test file each at a time (tests of a file share fixtures and homes): each
-# worker has its own JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores.
-python3 -m pytest -n "${LAKERANK_TEST_WORKERS:-2}" --dist loadfile "$@"
+# Two workers, one test group each at a time (a group is a file, whose tests share fixtures
+# and homes, or one long independent test: tests/python/conftest.py): each worker has its own
+# JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores.
+python3 -m pytest -n "${LAKERANK_TEST_WORKERS:-2}" --dist loadgroup "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: failing" >&2

@@ -7,7 +7,8 @@
   rows this run recomputes (a SQL predicate over the table's columns, alias `t`), and its
   SELECT returns the complete new contents of exactly those rows (a row it no longer
   returns is deleted; `lakerank.rewrite_prior_rows()` reads the current ones). One run is
-  one commit, and it writes only what changed:
+  one commit, and it writes only what changed (the model's data tests in the same
+  invocation read only the rows of the keys it changed):
     1. the row-level diff between the current rows under the predicate and the SELECT,
        keyed by `primary_key`, is written as partition `_commit_id` of `<model>__audit_log`
        (rowkind +I/-U/+U/-D, Paimon's $audit_log) — adding that partition is the commit
@@ -73,7 +74,10 @@
       {%- else -%}
         {% do lakerank.record_commit(view_relation, commit_id, fingerprint, kind='view') %}
       {%- endif -%}
-      {% do lakerank.remember_written(view_relation, predicate) %}
+      {#- its data tests read the rows this commit changed (not the whole predicate) -#}
+      {% do lakerank.remember_written(view_relation,
+          '(' ~ primary_key | join(', ') ~ ') in (select ' ~ primary_key | join(', ') ~ ' from '
+          ~ parts['audit'] ~ ' where _commit_id = ' ~ commit_id ~ ')') %}
     {%- endif -%}
   {%- endif -%}
 
