@@ -111,6 +111,7 @@ LONGEST_FIRST = ["test_paimon_vectors.py", "test_reliability.py", "test_pipeline
                  "test_examples.py", "test_pk_table_properties.py", "test_rank_regressions.py"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
