@@ -6,7 +6,7 @@
   The model declares, with `lakerank.declare_rewrite(predicate)`, which of its current
   rows this run recomputes (a SQL predicate over the table's columns, alias `t`), and its
   SELECT returns the complete new contents of exactly those rows (a row it no longer
-  returns is deleted; `lakerank.rewrite_prior_rows()` reads the current ones). One run is
+  returns is deleted; `lakerank.prior_rows(predicate=...)` reads the current ones). One run is
   one commit, and it writes only what changed (the model's data tests in the same
   invocation read only the rows of the keys it changed):
     1. the row-level diff between the current rows under the predicate and the SELECT,
@@ -223,16 +223,4 @@
     predicate over the table's columns (alias `t`). -#}
 {% macro declare_rewrite(predicate) -%}
   {%- do adapter.lakerank_memo_set('rewrite:' ~ invocation_id ~ ':' ~ this, predicate) -%}
-{%- endmacro %}
-
-
-{#- The model's current rows under `predicate` (a parenthesised subquery, alias `t`
-    inside); empty and typed from the YAML on a first build or --full-refresh. -#}
-{% macro rewrite_prior_rows(predicate) -%}
-  {%- set existing = load_cached_relation(this) if execute else none -%}
-  {%- if existing is none or should_full_refresh() -%}
-    {{ lakerank.prior_rows() }}
-  {%- else -%}
-    (select * from {{ this }} as t where {{ predicate }})
-  {%- endif -%}
 {%- endmacro %}

@@ -1,9 +1,10 @@
 {#-
   The model's own rows as they stand before this commit, restricted to `partitions`
-  (values of the partition column). On the first run or --full-refresh the table is
-  treated as empty: an empty select typed from the model's YAML `data_type`s.
+  (values of the partition column) or to the rows matching `predicate` (a SQL predicate,
+  alias `t`, as a merge_on_read model declares it). On the first run or --full-refresh
+  the table is treated as empty: an empty select typed from the model's YAML `data_type`s.
 -#}
-{% macro prior_rows(partition_column=none, partitions=none) -%}
+{% macro prior_rows(partition_column=none, partitions=none, predicate=none) -%}
   {%- set existing = load_cached_relation(this) if execute else none -%}
   {%- if existing is none or should_full_refresh() -%}
     (select
@@ -11,6 +12,8 @@
       cast(null as {{ col.data_type or 'string' }}) as {{ name }}{{ ',' if not loop.last }}
     {%- endfor %}
      where false)
+  {%- elif predicate is not none -%}
+    (select * from {{ this }} as t where {{ predicate }})
   {%- elif partition_column is not none -%}
     (select * from {{ this }}
      where {{ lakerank.partition_filter(partition_column, partitions) }})

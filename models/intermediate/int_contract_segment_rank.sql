@@ -24,7 +24,7 @@ changes as (
 ),
 
 existing as (
-    select * from {{ lakerank.rewrite_prior_rows(touched_slices) }}
+    select * from {{ lakerank.prior_rows(predicate=touched_slices) }}
 ),
 
 latest_change as (
