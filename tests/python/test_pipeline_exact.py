@@ -30,6 +30,12 @@ def test_incremental_builds_match_oracle(lakerank, rank_function):
         lakerank.dbt("build", vars={"rank_function": rank_function,
                                     "compact_commits": 2 if rank_function == "rank" else 10})
         assert_all_exact(lakerank, oracle, rank_function)
+    # Both merge-on-read paths ran: `rank` folded its changes into a new base (commit 2 of
+    # 0..3) and then committed over it; the others kept the first build's base throughout.
+    for table in ("int_contract_segment_rank", "dim_project_rank_version", "fct_contract_rank"):
+        props = {r[0]: r[1] for r in lakerank.spark().sql(f"show tblproperties lakerank.{table}").collect()}
+        want_base = "2" if rank_function == "rank" else "0"
+        assert (props["lakerank.base_commit"], props["lakerank.commit_id"]) == (want_base, "3"), (table, props)
     if rank_function == "dense_rank":
         # Issue F.1 as reported: contract 1002 of project 21 ends with asc_rn 2.
         row = lakerank.table("fct_contract_rank", f"contract_id = {1002 + CONTRACT_OFFSET}").iloc[0]
