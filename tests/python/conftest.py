@@ -83,9 +83,14 @@ class Lakerank:
 
 
 @pytest.fixture(scope="session")
-def runner():
+def runner(worker_id):
     from dbt.cli.main import dbtRunner
 
+    # Each xdist worker keeps its own target/ (partial-parse state, manifest) and logs/: two
+    # workers sharing one would overwrite each other's saved manifest, and each invocation
+    # would re-parse the whole project instead of reusing it.
+    os.environ["DBT_TARGET_PATH"] = f"target/pytest-{worker_id}"
+    os.environ["DBT_LOG_PATH"] = str(ROOT / "logs" / f"pytest-{worker_id}")
     return dbtRunner()
 
 
