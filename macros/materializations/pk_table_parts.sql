@@ -517,9 +517,12 @@
 
 {#- Crash injection for tests: `--vars '{lakerank_fault: swapped}'` stops the run right
     after that step (staged, logged, planned, swapped, recorded), leaving everything as a
-    killed process would. -#}
+    killed process would. A mapping (`{lakerank_fault: {model_a: logged, model_b: swapped}}`)
+    stops each named model at its own step, so one run can crash several commits. -#}
 {% macro fault_point(name) -%}
-  {%- if var('lakerank_fault', '') == name -%}
+  {%- set fault = var('lakerank_fault', '') -%}
+  {%- if fault is mapping -%}{%- set fault = fault.get(this.name, '') -%}{%- endif -%}
+  {%- if fault == name -%}
     {{ exceptions.raise_compiler_error("lakerank_fault: stopped after step '" ~ name ~ "'") }}
   {%- endif -%}
 {%- endmacro %}
