@@ -83,12 +83,14 @@ class Lakerank:
 
 
 @pytest.fixture(scope="session")
-def runner(worker_id):
+def runner():
     from dbt.cli.main import dbtRunner
 
     # Each xdist worker keeps its own target/ (partial-parse state, manifest) and logs/: two
     # workers sharing one would overwrite each other's saved manifest, and each invocation
-    # would re-parse the whole project instead of reusing it.
+    # would re-parse the whole project instead of reusing it. (The environment, not xdist's
+    # `worker_id` fixture: the suite also runs with `-p no:xdist`.)
+    worker_id = os.environ.get("PYTEST_XDIST_WORKER", "master")
     os.environ["DBT_TARGET_PATH"] = f"target/pytest-{worker_id}"
     os.environ["DBT_LOG_PATH"] = str(ROOT / "logs" / f"pytest-{worker_id}")
     return dbtRunner()
