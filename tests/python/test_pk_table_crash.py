@@ -24,15 +24,16 @@ AFTER_FIRST = {1: 10, 2: 20, 3: 30, 4: 40, 5: 50}
 AFTER_SECOND = {1: 11, 2: 20, 3: 33, 4: 40, 5: 50, 6: 6}
 
 
-def _union(pk: PkProject, select: str) -> str:
+def _union(select: str) -> str:
     """One inline query over every model: `select` with {m} for the model name."""
     return " union all ".join(f"select '{m}' as m, * from ({select.format(m=m)})" for m in FAULTS)
 
 
-def _by_model(rows, key="m"):
+def _by_model(rows):
+    """Rows of a :func:`_union` query, by model."""
     out = {m: [] for m in FAULTS}
     for r in rows:
-        out[r.pop(key)].append(r)
+        out[r.pop("m")].append(r)
     return out
 
 
@@ -62,10 +63,10 @@ def test_stopped_commit_is_applied_once_on_rerun(runner, tmp_path):
             expected[7] = 7
         assert _table(pk, fault) == expected, fault
 
-    snaps = _by_model(pk.query(_union(pk, "select snapshot_id from {{{{ lakerank.snapshots(ref('{m}')) }}}}")))
+    snaps = _by_model(pk.query(_union("select snapshot_id from {{{{ lakerank.snapshots(ref('{m}')) }}}}")))
     logs = _by_model(pk.query(_union(
-        pk, "select rowkind, k, v, _commit_id from {{{{ lakerank.audit_log(ref('{m}')) }}}}")))
-    as_of_1 = _by_model(pk.query(_union(pk, "select k, v from {{{{ lakerank.as_of(ref('{m}'), 1) }}}}")))
+        "select rowkind, k, v, _commit_id from {{{{ lakerank.audit_log(ref('{m}')) }}}}")))
+    as_of_1 = _by_model(pk.query(_union("select k, v from {{{{ lakerank.as_of(ref('{m}'), 1) }}}}")))
     for fault in FAULTS:
         assert sorted(r["snapshot_id"] for r in snaps[fault]) == ([1, 2, 3] if fault == "recorded" else [1, 2])
         second = sorted((r["rowkind"], r["k"], r["v"]) for r in logs[fault] if r["_commit_id"] == 2)
