@@ -351,22 +351,25 @@
       {%- endif %} as __no_update
     from keyed
   )
-  select {{ cols }}, 'after' as __role, '+I' as __kind, 0 as __pos
-  from judged where __win = 1 and {{ is_add }}
-  union all
-  select {{ cols }}, 'premerged', __kind, cast(__has_after as int)
-  from judged where __pre = 1 and not __stored
-  union all
-  select {{ cols }}, 'input', __kind, cast(cast(__has_after as int) + __i as int)
-  from judged where not __stored
-  union all
-  select {{ cols }}, 'lookup', case when __has_after then '-U' else '-D' end,
-    cast(cast(__has_after as int) + 1 + __n as int)
-  from judged where __stored and __n > 0 and not __no_update
-  union all
-  select {{ cols }}, 'lookup', case when __has_stored then '+U' else '+I' end,
-    cast(2 + __n + cast(__has_stored as int) as int)
-  from judged where __win = 1 and {{ is_add }} and __n > 0 and not __no_update
+  {#- Every output row from one pass over `judged` (a union of five filters would compute
+      the windows five times). -#}
+  select {{ cols }}, __out.__role, __out.__kind, __out.__pos
+  from judged
+  lateral view inline(array(
+    named_struct('__role', 'after', '__kind', '+I', '__pos', 0,
+      '__emit', __win = 1 and {{ is_add }}),
+    named_struct('__role', 'premerged', '__kind', __kind, '__pos', cast(__has_after as int),
+      '__emit', __pre = 1 and not __stored),
+    named_struct('__role', 'input', '__kind', __kind, '__pos', cast(cast(__has_after as int) + __i as int),
+      '__emit', not __stored),
+    named_struct('__role', 'lookup', '__kind', case when __has_after then '-U' else '-D' end,
+      '__pos', cast(cast(__has_after as int) + 1 + __n as int),
+      '__emit', __stored and __n > 0 and not __no_update),
+    named_struct('__role', 'lookup', '__kind', case when __has_stored then '+U' else '+I' end,
+      '__pos', cast(2 + __n + cast(__has_stored as int) as int),
+      '__emit', __win = 1 and {{ is_add }} and __n > 0 and not __no_update)
+  )) __out
+  where __out.__emit
 {%- endmacro %}
 
 
