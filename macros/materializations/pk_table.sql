@@ -26,7 +26,9 @@
   pmod(hash(bucket-key), bucket)), `<model>__audit_log` (changelog per producer, one
   partition per commit), `<model>__state_log` (each commit's after-image per touched key:
   time travel), `<model>__snapshots` (one row per commit). A commit rewrites only the
-  (partition, bucket) directories holding the keys it touches, into fresh directories;
+  (partition, bucket) directories holding the keys it touches, into fresh directories
+  (`_v/c<commit>_<run>/`, written without a table and registered by the swap); the
+  logs' partitions are written as directories and registered with one metastore call each;
   the swap plan is written first (`_lakerank/intent.json`), so a run killed anywhere
   is rolled back to the previous commit by the next run, which then applies its input once.
 -#}
@@ -50,7 +52,7 @@
   {%- if existed -%}
     {% do lakerank.check_fingerprint(target, config.get('state_fingerprint')) %}
     {%- set snapshot_id = lakerank.pk_recover(target, tables) -%}
-    {% do adapter.lakerank_drop_dead_stage(target, tables.stage) %}
+    {% do adapter.lakerank_drop_dead_stages(target) %}
   {%- else -%}
     {%- set snapshot_id = 0 -%}
   {%- endif -%}
@@ -106,23 +108,18 @@
     {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
   {%- else -%}
     {% do lakerank.pk_merge(target, views, layout, spec, partition_by, touched) %}
-    {%- set root = adapter.lakerank_table_location(target) -%}
-
-    {% call statement('main') -%}
-      create table {{ tables.stage }}
-      using parquet partitioned by ({% for p in partition_by %}{{ p }}, {% endfor %}_bucket)
-      location '{{ root }}/_v/c{{ commit_id }}_{{ invocation_id[:8] }}'
-      as {{ lakerank.pk_new_buckets(target, views, layout, spec, partition_by, touched) }}
-    {%- endcall %}
+    {%- set stage = adapter.lakerank_table_location(target) ~ '/_v/c' ~ commit_id ~ '_' ~ invocation_id[:8] -%}
+    {% do adapter.lakerank_write_dirs(lakerank.pk_new_buckets(target, views, layout, spec, partition_by, touched),
+                                      stage, partition_by + ['_bucket']) %}
     {% do lakerank.fault_point('staged') %}
     {% do lakerank.pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) %}
     {% do lakerank.fault_point('logged') %}
-    {%- set plan = adapter.lakerank_plan_swap(target, tables.stage, touched, commit_id) -%}
-    {% do lakerank.pk_write_snapshot(tables, views, plan, commit_id, snapshot_id) %}
+    {%- set plan = adapter.lakerank_plan_swap(target, stage, partition_by | length + 1, touched, commit_id) -%}
+    {% do lakerank.pk_write_snapshot(tables, views, spec, plan, commit_id, compaction) %}
     {% do lakerank.fault_point('planned') %}
-    {% do adapter.lakerank_apply_swap(target, tables.stage, plan) %}
+    {% do adapter.lakerank_apply_swap(target, plan) %}
     {% do lakerank.fault_point('swapped') %}
-    {% call statement('pk_record_commit') -%}
+    {% call statement('main') -%}
       alter table {{ target }} set tblproperties (
         'lakerank.snapshot_id' = '{{ commit_id }}',
         'lakerank.ignore-delete' = '{{ spec.ignore_delete | lower }}',
@@ -133,7 +130,6 @@
     {%- endcall %}
     {% do lakerank.fault_point('recorded') %}
     {% do adapter.lakerank_finish_swap(target, plan) %}
-    {% call statement('drop_pk_stage_after') -%} drop table if exists {{ tables.stage }} {%- endcall %}
     {% call statement('pk_drop_merged') -%} drop view if exists {{ views.merged }} {%- endcall %}
   {%- endif -%}
   {%- if window is not none and window['pending'] and touched | length == 0 -%}

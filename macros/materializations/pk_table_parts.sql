@@ -11,7 +11,7 @@
 {#- The relations kept beside a pk_table. -#}
 {% macro pk_side_tables(target) -%}
   {%- set out = {} -%}
-  {%- for suffix in ['audit_log', 'state_log', 'snapshots', 'stage'] -%}
+  {%- for suffix in ['audit_log', 'state_log', 'snapshots'] -%}
     {%- do out.update({suffix.split('_')[0]: api.Relation.create(
           schema=target.schema, identifier=target.identifier ~ '__' ~ suffix, type='table')}) -%}
   {%- endfor -%}
@@ -403,9 +403,44 @@
 {%- endmacro %}
 
 
+{#- Write partition `column = value` of log table `relation` as a directory (the caller's
+    SELECT, cast to the table's columns) and register it: one write, one metastore call. -#}
+{% macro pk_write_log_partition(relation, column, value) -%}
+  {% do adapter.lakerank_write_dirs(caller(), adapter.lakerank_table_location(relation) ~ '/' ~ column ~ '=' ~ value,
+                                    [], relation) %}
+  {% call statement('pk_register_' ~ relation.identifier) -%}
+    alter table {{ relation }} add if not exists partition ({{ column }} = {{ value }})
+  {%- endcall %}
+{%- endmacro %}
+
+
+{#- The merged view's role that is the changelog of `changelog-producer` (full-compaction:
+    between compactions, lookup's rows are not kept). -#}
+{% macro pk_changelog_role(producer) -%}
+  {{- {'none': 'premerged', 'input': 'input', 'lookup': 'lookup', 'full-compaction': 'lookup'}[producer] -}}
+{%- endmacro %}
+
+
+{#- The commit's audit-log rows per `changelog-producer`. -#}
+{% macro pk_changelog(tables, views, layout, spec, commit_id, compaction) -%}
+  {%- set producer = spec.changelog_producer -%}
+  {% if producer == 'full-compaction' and not (compaction.full and compaction.since == commit_id - 1) -%}
+    {%- if compaction.full -%}
+      {{ lakerank.pk_compaction_changelog(tables, layout, spec, compaction.since, commit_id) }}
+    {%- else -%}
+      select cast(null as string) as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
+      from {{ views.merged }} where false
+    {%- endif -%}
+  {%- else -%}
+    select __kind as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
+    from {{ views.merged }}
+    where __role = '{{ lakerank.pk_changelog_role(producer) }}'
+  {%- endif %}
+{%- endmacro %}
+
+
 {% macro pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) -%}
-  {% call statement('pk_state_log') -%}
-    insert overwrite table {{ tables.state }} partition (_commit_id = {{ commit_id }})
+  {% call lakerank.pk_write_log_partition(tables.state, '_commit_id', commit_id) -%}
     select {% for c in layout.names %}{{ c }}, {% endfor %}true as _live
     from {{ views.merged }}
     where __role = 'after'
@@ -415,23 +450,11 @@
     left anti join (select * from {{ views.merged }} where __role = 'after') as after
       on {% for k in spec.primary_key %}stored.{{ k }} <=> after.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
   {%- endcall %}
-  {%- set producer = spec.changelog_producer -%}
-  {% call statement('pk_audit_log') -%}
-    insert overwrite table {{ tables.audit }} partition (_commit_id = {{ commit_id }})
-    {% if producer == 'full-compaction' and not (compaction.full and compaction.since == commit_id - 1) -%}
-      {%- if compaction.full -%}
-        {{ lakerank.pk_compaction_changelog(tables, layout, spec, compaction.since, commit_id) }}
-      {%- else -%}
-        select cast(null as string), {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp()
-        from {{ views.merged }} where false
-      {%- endif -%}
-    {%- else -%}
-      select __kind as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
-      from {{ views.merged }}
-      where __role = '{{ {'none': 'premerged', 'input': 'input', 'lookup': 'lookup', 'full-compaction': 'lookup'}[producer] }}'
-    {%- endif %}
+  {% call lakerank.pk_write_log_partition(tables.audit, '_commit_id', commit_id) -%}
+    {{ lakerank.pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
   {%- endcall %}
 {%- endmacro %}
+
 
 
 {#- full-compaction changelog with `full-compaction.delta-commits` = k: at every k-th commit,
@@ -496,24 +519,27 @@
 {%- endmacro %}
 
 
-{% macro pk_write_snapshot(tables, views, plan, commit_id, snapshot_id) -%}
+{% macro pk_write_snapshot(tables, views, spec, plan, commit_id, compaction) -%}
   {%- set written = [] -%}
   {%- set superseded = [] -%}
   {%- for item in plan['replace'] -%}{%- do written.append(item[2]) -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
   {%- for item in plan['create'] -%}{%- do written.append(item[1]) -%}{%- endfor -%}
   {%- for item in plan['drop'] -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
-  {% call statement('pk_snapshot') -%}
-    insert overwrite table {{ tables.snapshots }} partition (snapshot_id = {{ commit_id }})
+  {% call lakerank.pk_write_log_partition(tables.snapshots, 'snapshot_id', commit_id) -%}
     select
       current_timestamp() as commit_time,
       'APPEND' as commit_kind,
       (select count(*) from {{ views.input }}) as input_record_count,
-      (select count(*) from {{ views.merged }} where __pos = 0)
-        as touched_key_count,
-      (select count(*) from {{ tables.audit }} where _commit_id = {{ commit_id }}) as changelog_record_count,
+      count_if(__pos = 0) as touched_key_count,
+      {% if spec.changelog_producer == 'full-compaction' -%}
+      (select count(*) from {{ tables.audit }} where _commit_id = {{ commit_id }})
+      {%- else -%}
+      count_if(__role = '{{ lakerank.pk_changelog_role(spec.changelog_producer) }}')
+      {%- endif %} as changelog_record_count,
       {{ written | length }} as rewritten_partitions,
       {{ adapter.lakerank_path_bytes(written) }} as rewritten_bytes,
       {{ adapter.lakerank_path_bytes(superseded) }} as superseded_bytes
+    from {{ views.merged }}
   {%- endcall %}
 {%- endmacro %}
 

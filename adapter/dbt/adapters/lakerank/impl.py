@@ -12,7 +12,7 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.lakerank.connections import LakerankConnectionManager, resolve_home
+from dbt.adapters.lakerank.connections import LakerankConnectionManager, logger, resolve_home
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
 
 
@@ -327,19 +327,63 @@ class LakerankAdapter(SparkAdapter):
         return ""
 
     @available
-    def lakerank_plan_swap(self, target, stage, touched, commit_id: int):
+    def lakerank_write_dirs(self, sql: str, location: str, partition_by, like=None) -> str:
+        """Run ``sql`` and write its rows as parquet under ``location``, one Hive-style
+        directory (``col=value/...``) per value of ``partition_by``, replacing whatever was
+        there. No table and no metastore call: callers register the directories they keep
+        (a CTAS or ``insert overwrite ... partition`` pays two to four metastore round trips
+        per write, most of a small commit's time). With ``like`` (a table), the columns are
+        cast to that table's leading columns by position, as an insert would."""
+        from pyspark.sql import functions as F
+
+        logger.debug(f"lakerank: writing {location} (partitioned by {list(partition_by)}):\n{sql}")
+        spark = self._session()
+        df = spark.sql(sql)
+        if like is not None:
+            fields = spark.table(f"{like.schema}.{like.identifier}").schema.fields
+            df = df.select([F.col(f"`{c}`").cast(f.dataType).alias(f.name) for c, f in zip(df.columns, fields)])
+        writer = df.write.mode("overwrite")
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        writer.parquet(location)
+        return ""
+
+    def _dir_partitions(self, location: str, depth: int) -> Dict[str, str]:
+        """``{"c=v/_bucket=n": path}`` for the partition directories ``depth`` levels under
+        ``location`` (names unescaped, as the metastore spells partition values)."""
+        spark = self._session()
+        unescape = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.unescapePathName
+        path, fs = self._fs(location)
+        found = fs.globStatus(spark._jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/*" * depth)) or []
+        out = {}
+        for status in found:
+            if not status.isDirectory():
+                continue
+            leaf = status.getPath()
+            names = []
+            for _ in range(depth):
+                names.append(unescape(leaf.getName()))
+                leaf = leaf.getParent()
+            if all("=" in n for n in names):
+                out["/".join(reversed(names))] = str(status.getPath().toString())
+        return out
+
+    @available
+    def lakerank_plan_swap(self, target, stage_location: str, partition_depth: int, touched, commit_id: int):
         """Plan the swap of ``touched`` partitions (``"c=v/_bucket=n"`` strings) of ``target``
-        to ``stage``'s directories and write it as the commit's intent file, before anything
-        is re-pointed: a run that dies part-way is rolled back from it."""
-        old, new = self._partitions(target), self._partitions(stage)
+        to the directories written under ``stage_location`` and write it as the commit's
+        intent file, before anything is re-pointed: a run that dies part-way is rolled back
+        from it."""
+        old = self._partitions(target)
+        new = self._dir_partitions(stage_location, partition_depth)
         touched = [str(t) for t in touched]
         stray = sorted(set(new) - set(touched))
         if stray:
             raise DbtRuntimeError(f"{target} staged partitions it did not declare: {stray[:5]}")
         plan = {
             "commit_id": int(commit_id),
-            "replace": [[t, old[t][1], new[t][1]] for t in touched if t in old and t in new],
-            "create": [[t, new[t][1]] for t in touched if t in new and t not in old],
+            "replace": [[t, old[t][1], new[t]] for t in touched if t in old and t in new],
+            "create": [[t, new[t]] for t in touched if t in new and t not in old],
             "drop": [[t, old[t][1]] for t in touched if t in old and t not in new],
         }
         path, fs = self._fs(self._intent_path(target))
@@ -367,14 +411,16 @@ class LakerankAdapter(SparkAdapter):
         return out
 
     @available
-    def lakerank_apply_swap(self, target, stage, plan) -> Dict[str, int]:
+    def lakerank_apply_swap(self, target, plan) -> Dict[str, int]:
         """Re-point ``target``'s partitions per ``plan``: one metastore call each for the
         replaced, created and dropped partitions."""
         spark = self._session()
         jvm = spark._jvm
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         conv = jvm.scala.jdk.javaapi.CollectionConverters
-        new, old = self._partitions(stage), self._partitions(target)
+        old = self._partitions(target)
+        none = jvm.scala.Option.empty()
+        empty = getattr(jvm.scala.collection.immutable, "Map$").__getattr__("MODULE$").empty()
 
         def seq(items):
             arr = jvm.java.util.ArrayList()
@@ -382,12 +428,31 @@ class LakerankAdapter(SparkAdapter):
                 arr.add(item)
             return conv.asScala(arr).toSeq()
 
+        def at(storage, location):
+            uri = jvm.org.apache.hadoop.fs.Path(location).toUri()
+            return storage.copy(jvm.scala.Some(uri), storage.inputFormat(), storage.outputFormat(),
+                                storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
+
+        def repointed(t, location):
+            part = old[t][0]
+            return part.copy(part.spec(), at(part.storage(), location), part.parameters(),
+                             part.createTime(), part.lastAccessTime(), none)
+
+        def created(t, location):
+            spec = empty
+            for item in t.split("/"):
+                key, value = item.split("=", 1)
+                spec = spec.updated(key, value)
+            storage = catalog.getTable(target.schema, target.identifier).storage()
+            return jvm.org.apache.spark.sql.catalyst.catalog.CatalogTablePartition(
+                spec, at(storage, location), empty, jvm.System.currentTimeMillis(), -1, none)
+
         if plan["replace"]:
-            catalog.alterPartitions(target.schema, target.identifier, seq(new[t][0] for t, _o, _n in plan["replace"]))
+            catalog.alterPartitions(target.schema, target.identifier,
+                                    seq(repointed(t, n) for t, _o, n in plan["replace"]))
         if plan["create"]:
-            catalog.createPartitions(
-                target.schema, target.identifier, seq(new[t][0] for t, _n in plan["create"]), True
-            )
+            catalog.createPartitions(target.schema, target.identifier,
+                                     seq(created(t, n) for t, n in plan["create"]), True)
         if plan["drop"]:
             catalog.dropPartitions(
                 target.schema, target.identifier,
@@ -431,16 +496,18 @@ class LakerankAdapter(SparkAdapter):
         return self.lakerank_clear_intent(target)
 
     @available
-    def lakerank_drop_dead_stage(self, target, stage) -> str:
-        """Drop a stage table left by a dead run; delete its directory unless a partition of
-        ``target`` points into it (a recorded commit's data)."""
-        spark = self._session()
-        catalog = spark._jsparkSession.sharedState().externalCatalog()
-        if not catalog.tableExists(stage.schema, stage.identifier):
-            return ""
-        loc = self.lakerank_table_location(stage)
-        live = self.lakerank_partition_locations(target).values() if self.lakerank_table_exists(target) else []
-        if "/_v/" in loc and not any(p == loc or p.startswith(loc + "/") for p in live):
-            self.lakerank_delete_path(loc)
-        spark.sql(f"drop table if exists {stage.schema}.{stage.identifier}")
-        return ""
+    def lakerank_drop_dead_stages(self, target) -> int:
+        """Delete the version directories under ``target``'s ``_v/`` that no partition points
+        into: stages of runs that died before their swap (call after recovery, when no
+        intent is pending). Returns how many were deleted."""
+        root = self.lakerank_table_location(target) + "/_v"
+        path, fs = self._fs(root)
+        if not fs.exists(path):
+            return 0
+        live = [loc for _part, loc in self._partitions(target).values()]
+        deleted = 0
+        for status in fs.listStatus(path):
+            loc = str(status.getPath().toString())
+            if not any(p == loc or p.startswith(loc + "/") for p in live):
+                deleted += int(bool(fs.delete(status.getPath(), True)))
+        return deleted
