@@ -10,10 +10,17 @@ checked as (
 ),
 
 problems as (
-    {%- for column in not_null %}
-    select 'null {{ column }}' as problem from checked where {{ column }} is null
+    {#- One read of the model per check kind: Spark inlines a CTE at every reference, and
+        the model may be a merge-on-read view (base + changes) recomputed each time. -#}
+    {%- if not_null %}
+    select explode(array_compact(array(
+        {%- for column in not_null %}
+        case when {{ column }} is null then 'null {{ column }}' end{{ ',' if not loop.last }}
+        {%- endfor %}
+    ))) as problem
+    from checked
     union all
-    {%- endfor %}
+    {%- endif %}
     {%- if key %}
     select 'duplicate {{ key | join(", ") }}' as problem
     from checked

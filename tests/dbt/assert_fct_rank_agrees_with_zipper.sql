@@ -23,24 +23,22 @@ zipper as (
 ),
 
 ties as (
+    -- a window, not a grouped join: one read of the (merge-on-read) fact rows
     select
-        project_id,
-        sign_time,
-        count(*) as n_ties
+        *,
+        count(*) over (partition by project_id, sign_time) as n_ties
     from fct
-    group by project_id, sign_time
 ),
 
 checked as (
     select
-        fct.project_id,
-        fct.contract_id,
-        fct.asc_rn,
+        ties.project_id,
+        ties.contract_id,
+        ties.asc_rn,
         zipper.base_max_rn as positions_through,
         ties.n_ties
-    from fct
-    inner join ties on fct.project_id = ties.project_id and fct.sign_time = ties.sign_time
-    left join zipper on fct.project_id = zipper.project_id and fct.sign_time = zipper.ver_start
+    from ties
+    left join zipper on ties.project_id = zipper.project_id and ties.sign_time = zipper.ver_start
 )
 
 select * from checked
