@@ -456,7 +456,6 @@
 {%- endmacro %}
 
 
-
 {#- full-compaction changelog with `full-compaction.delta-commits` = k: at every k-th commit,
     the lookup rule between the state at the previous full compaction and now, for the keys
     changed in between (changes in between collapse into one before/after pair). -#}

@@ -353,7 +353,7 @@ class LakerankAdapter(SparkAdapter):
         ``location`` (names unescaped, as the metastore spells partition values)."""
         spark = self._session()
         unescape = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.unescapePathName
-        path, fs = self._fs(location)
+        _path, fs = self._fs(location)
         found = fs.globStatus(spark._jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/*" * depth)) or []
         out = {}
         for status in found:
@@ -438,12 +438,11 @@ class LakerankAdapter(SparkAdapter):
             return part.copy(part.spec(), at(part.storage(), location), part.parameters(),
                              part.createTime(), part.lastAccessTime(), none)
 
-        def created(t, location):
+        def created(t, location, storage):
             spec = empty
             for item in t.split("/"):
                 key, value = item.split("=", 1)
                 spec = spec.updated(key, value)
-            storage = catalog.getTable(target.schema, target.identifier).storage()
             return jvm.org.apache.spark.sql.catalyst.catalog.CatalogTablePartition(
                 spec, at(storage, location), empty, jvm.System.currentTimeMillis(), -1, none)
 
@@ -451,8 +450,9 @@ class LakerankAdapter(SparkAdapter):
             catalog.alterPartitions(target.schema, target.identifier,
                                     seq(repointed(t, n) for t, _o, n in plan["replace"]))
         if plan["create"]:
+            storage = catalog.getTable(target.schema, target.identifier).storage()
             catalog.createPartitions(target.schema, target.identifier,
-                                     seq(created(t, n) for t, n in plan["create"]), True)
+                                     seq(created(t, n, storage) for t, n in plan["create"]), True)
         if plan["drop"]:
             catalog.dropPartitions(
                 target.schema, target.identifier,
