@@ -117,6 +117,19 @@ def home_spark_conf(home: str) -> Dict[str, str]:
     }
 
 
+def env_spark_conf() -> Dict[str, str]:
+    """``LAKERANK_SPARK_CONF="k1=v1,k2=v2"``: Spark settings over the profile's
+    ``server_side_parameters`` for one run (e.g. an A/B measurement), without editing it."""
+    out = {}
+    for item in os.environ.get("LAKERANK_SPARK_CONF", "").split(","):
+        if item.strip():
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"LAKERANK_SPARK_CONF: expected key=value, got {item!r}")
+            out[key.strip()] = value.strip()
+    return out
+
+
 def start_embedded_session(home: str, params: Dict[str, str]):
     """Create (or reuse) the process's SparkSession for ``home``.
 
@@ -147,7 +160,7 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
             f'--driver-java-options "{JVM_FLAGS} -Dderby.system.home={home}" pyspark-shell',
         )
         builder = SparkSession.builder.enableHiveSupport()
-        for key, value in {**params, **home_spark_conf(home)}.items():
+        for key, value in {**params, **env_spark_conf(), **home_spark_conf(home)}.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
