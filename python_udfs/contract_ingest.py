@@ -227,22 +227,24 @@ def _sql_string(value: str) -> str:
 
 def _ensure_table(spark, table: str, ddl: str) -> str:
     """Create ``table`` if missing (parquet, partitioned by ``_commit_id``),
-    check its columns, and return its location."""
-    from pyspark.sql.types import _parse_datatype_string
+    check its columns, and return its location. A table that exists costs one metastore
+    read (the external catalog's table entry: schema and location), not four statements."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
 
-    parts = table.split(".")
-    if len(parts) > 1:
-        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {_quote_name('.'.join(parts[:-1]))}")
-    qname = _quote_name(table)
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {qname} ({ddl}) USING parquet PARTITIONED BY (_commit_id)")
+    parts = [p.strip("`") for p in table.split(".")]
+    database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
+    catalog = spark._jsparkSession.sharedState().externalCatalog()
+    if not catalog.tableExists(database, parts[-1]):
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {_quote_name(database)}")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {_quote_name(table)} ({ddl}) USING parquet "
+                  "PARTITIONED BY (_commit_id)")
+    entry = catalog.getTable(database, parts[-1])
     want = [(f.name, f.dataType.simpleString()) for f in _parse_datatype_string(ddl).fields]
-    have = [(f.name, f.dataType.simpleString()) for f in spark.table(qname).schema.fields]
+    schema = StructType.fromJson(json.loads(entry.schema().json()))
+    have = [(f.name, f.dataType.simpleString()) for f in schema.fields]
     if want != have:
         raise ValueError(f"table {table} exists with columns {have}, expected {want}")
-    location = None
-    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {qname}").collect():
-        if (row[0] or "").strip() == "Location":
-            location = (row[1] or "").strip()
+    location = str(spark._jvm.org.apache.hadoop.fs.Path(entry.location()).toString())
     if not location:
         raise RuntimeError(f"cannot find the location of table {table}")
     return location.rstrip("/")
