@@ -244,10 +244,8 @@ def _ensure_table(spark, table: str, ddl: str) -> str:
     have = [(f.name, f.dataType.simpleString()) for f in schema.fields]
     if want != have:
         raise ValueError(f"table {table} exists with columns {have}, expected {want}")
-    location = str(spark._jvm.org.apache.hadoop.fs.Path(entry.location()).toString())
-    if not location:
-        raise RuntimeError(f"cannot find the location of table {table}")
-    return location.rstrip("/")
+    # the twin of the adapter's lakerank_table_location (python_udfs does not import the adapter)
+    return str(spark._jvm.org.apache.hadoop.fs.Path(entry.location()).toString()).rstrip("/")
 
 
 def _publish_partition(spark, table: str, location: str, commit_id: int, df) -> str:

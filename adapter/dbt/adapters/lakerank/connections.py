@@ -119,7 +119,8 @@ def home_spark_conf(home: str) -> Dict[str, str]:
 
 def env_spark_conf() -> Dict[str, str]:
     """``LAKERANK_SPARK_CONF="k1=v1,k2=v2"``: Spark settings over the profile's
-    ``server_side_parameters`` for one run (e.g. an A/B measurement), without editing it."""
+    ``server_side_parameters`` for one run (e.g. an A/B measurement), without editing it.
+    Read when the process starts its session; a value cannot contain a comma."""
     out = {}
     for item in os.environ.get("LAKERANK_SPARK_CONF", "").split(","):
         if item.strip():
