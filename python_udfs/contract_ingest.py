@@ -179,10 +179,14 @@ def parse_ntz(text, *formats):
     """The first of ``formats`` that parses ``text`` as a TIMESTAMP_NTZ, else NULL."""
     from pyspark.sql import functions as F
 
-    # With spark.sql.timestampType = TIMESTAMP_NTZ (the profiles) try_to_timestamp yields the
-    # wall clock as written and the cast is a no-op; a session without it would cast through
-    # the session zone (correct except inside a daylight-saving gap).
-    parsed = [F.try_to_timestamp(text, F.lit(f)).cast("timestamp_ntz") for f in formats]
+    # to_timestamp_ntz reads the wall clock as written whatever the session's zone and
+    # timestampType (try_to_timestamp + cast would go through the zone in a session without
+    # spark.sql.timestampType = TIMESTAMP_NTZ and move a local time inside a daylight-saving
+    # gap by an hour). It raises on bad text under ANSI, so it only sees text that
+    # try_to_timestamp (same pattern parser) accepts: CASE WHEN evaluates a branch only
+    # when its condition holds.
+    parsed = [F.when(F.try_to_timestamp(text, F.lit(f)).isNotNull(), F.to_timestamp_ntz(text, F.lit(f)))
+              for f in formats]
     return parsed[0] if len(parsed) == 1 else F.coalesce(*parsed)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 import uuid
@@ -504,3 +505,62 @@ def test_set_based_state_matches_the_per_contract_fold(stream):
     # The state table holds one row per contract and commit that changed it.
     state = stream.spark.table(stream.changelog + "_state")
     assert state.count() == state.select("contract_id", "_commit_id").distinct().count()
+
+
+def test_bad_bytes_odd_lines_and_file_lifecycle(stream):
+    """Issue F.5: bytes that are not UTF-8, a 10 MB line, a truncated last line, a local time
+    that does not exist in a daylight-saving business zone; a file written under a hidden
+    name and then renamed, a consumed file deleted, the landing folder removed. Every event is
+    applied or quarantined with a reason, the counts reconcile, and no run fails on data."""
+    zone = stream.spark.conf.get("spark.sql.session.timeZone")
+    stream.spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        os.makedirs(stream.landing, exist_ok=True)
+        first = os.path.join(stream.landing, "a.jsonl")
+        big_note = "x" * (10 * 1024 * 1024)
+        valid = (b'{"op":"+I","contract_id":1,"project_id":7,"sign_time":"2024-03-01 00:00:00",'
+                 b'"op_ts":"2024-03-05 10:00:00.000"}')
+        with open(first, "wb") as fh:
+            fh.write(valid + b"\n")                                                      # 1 applied
+            fh.write(b"\xff\xfe\x00garbage\n")                                          # 2 invalid json
+            fh.write(b'{"op":"+I","contract_id":2,"project_id":7,"sign_time":"2024-03-02 00:00:00",'
+                     b'"op_ts":"2024-03-05 10:00:00.000","note":"caf\xe9"}\n')          # 3 applied (note ignored)
+            fh.write(json.dumps({**ev("+I", 3, "2024-03-05 10:00:00.000", 7, "2024-03-03 00:00:00"),
+                                 "note": big_note}).encode() + b"\n")                  # 4 applied, 10 MB
+            fh.write(b"y" * (10 * 1024 * 1024) + b"\n")                                 # 5 invalid json, 10 MB
+            # 02:30 on 2024-03-10 does not exist in New York (clocks jump 02:00 -> 03:00):
+            # a wall-clock business time is stored and read back as landed.
+            fh.write(json.dumps(ev("+I", 4, "2024-03-10 02:30:00.000", 7, "2024-03-10 02:30:00")).encode() + b"\n")
+            fh.write(b'{"op":"+I","contract_id":5,"project_id":7,"sign_t')            # 7 truncated, no newline
+        assert stream.run() == "commit 0: landed 7, applied 4, noop 0, stale 0, before_image 0, quarantined 3"
+        rows = stream.changelog_rows()
+        assert [(r[2], r[4]) for r in rows] == [("+I", 1), ("+I", 2), ("+I", 3), ("+I", 4)]
+        # Read zone-free (date_format would pass the NTZ value through the session zone, which
+        # has no 02:30 that day and moves it to 03:30).
+        (gap,) = stream.spark.sql(f"""select cast(sign_time as string), cast(op_ts as string)
+                                      from {stream.changelog} where contract_id = 4""").collect()
+        assert tuple(gap) == ("2024-03-10 02:30:00", "2024-03-10 02:30:00")
+        quarantined = stream.quarantine_rows()
+        assert [(r[2], r[3]) for r in quarantined] == [(2, "invalid json"), (5, "invalid json"), (7, "invalid json")]
+        assert len(quarantined[1][4]) == 10 * 1024 * 1024  # the raw line is kept whole
+        assert quarantined[2][4] == '{"op":"+I","contract_id":5,"project_id":7,"sign_t'
+
+        # A file still being written under a hidden name is not read; renamed, it is.
+        hidden = os.path.join(stream.landing, ".b.jsonl.tmp")
+        with open(hidden, "w") as fh:
+            fh.write(json.dumps(ev("-D", 1, "2024-03-06 10:00:00.000")) + "\n")
+        assert stream.run().startswith("no new commits")
+        os.replace(hidden, os.path.join(stream.landing, "b.jsonl"))
+        assert stream.run() == "commit 1: landed 1, applied 1, noop 0, stale 0, before_image 0, quarantined 0"
+
+        # A consumed file deleted, then the whole landing folder removed: nothing fails,
+        # nothing already committed changes.
+        before = stream.snapshot()
+        os.remove(first)
+        assert stream.run().startswith("no new commits")
+        shutil.rmtree(stream.landing)
+        assert stream.run().startswith("no new commits")
+        assert stream.snapshot() == before
+        assert_reconciles(stream.log_rows())
+    finally:
+        stream.spark.conf.set("spark.sql.session.timeZone", zone)
