@@ -286,6 +286,45 @@ def _mkdirs(spark, path: str) -> None:
     jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).mkdirs(jpath)
 
 
+def rename_relanded(landing_dir: str, checkpoint_dir: str) -> List[str]:
+    """Give a new name to every landed file whose name the stream has already consumed but
+    whose modification time is later than when it was consumed (content re-landed under an
+    old name). Spark's file source remembers consumed paths (``<checkpoint>/sources/0``) and
+    would skip such a file for good; renamed (``<stem>.relanded-<mtime ms><ext>``, one atomic
+    rename in the landing folder) it is read as a new file. Local folders only; returns the
+    new paths."""
+    if not (_is_local(landing_dir) and _is_local(checkpoint_dir)):
+        return []
+    log_dir = os.path.join(_local(checkpoint_dir), "sources", "0")
+    if not os.path.isdir(log_dir):
+        return []
+    consumed: Dict[str, int] = {}
+    for name in os.listdir(log_dir):
+        if name.startswith("."):
+            continue
+        with open(os.path.join(log_dir, name), encoding="utf-8") as fh:
+            fh.readline()  # version line, "v1"
+            for line in fh:
+                if line.strip():
+                    entry = json.loads(line)
+                    path = os.path.normpath(urlparse(entry["path"]).path)
+                    consumed[path] = max(consumed.get(path, 0), int(entry["timestamp"]))
+    renamed = []
+    for folder, dirs, files in os.walk(_local(landing_dir)):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]  # hidden, as Spark lists
+        for name in files:
+            if name.startswith((".", "_")):
+                continue
+            path = os.path.normpath(os.path.join(folder, name))
+            mtime_ms = int(os.stat(path).st_mtime * 1000)
+            if path in consumed and mtime_ms > consumed[path]:
+                stem, ext = os.path.splitext(name)
+                target = os.path.join(folder, f"{stem}.relanded-{mtime_ms}{ext}")
+                os.replace(path, target)
+                renamed.append(target)
+    return renamed
+
+
 def _offset_log_timestamp_us(checkpoint_dir: str, batch_id: int) -> Optional[int]:
     """The batch timestamp Spark recorded in ``offsets/<batch_id>`` (the same on
     a replay), in microseconds; None when it cannot be read."""
@@ -587,6 +626,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
         "state": _ensure_table(spark, state_table, STATE_DDL),
     }
     _mkdirs(spark, landing_dir)
+    rename_relanded(landing_dir, checkpoint_dir)
 
     output = _output_stream(spark, landing_dir, max_files_per_trigger)
 

@@ -77,6 +77,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from python_udfs.contract_ingest import (
     _ensure_table,
     _mkdirs,
+    rename_relanded,
     _offset_log_timestamp_us,
     parse_ntz,
     _publish_partition,
@@ -302,6 +303,7 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
         "ingest_log": _ensure_table(spark, ingest_log_table, INGEST_LOG_DDL),
     }
     _mkdirs(spark, landing_dir)
+    rename_relanded(landing_dir, checkpoint_dir)
     output = _parsed_stream(spark, landing_dir, spec, max_files_per_trigger)
     stats_by_commit: Dict[int, Dict[str, int]] = {}
 

@@ -510,7 +510,8 @@ def test_set_based_state_matches_the_per_contract_fold(stream):
 def test_bad_bytes_odd_lines_and_file_lifecycle(stream):
     """Issue F.5: bytes that are not UTF-8, a 10 MB line, a truncated last line, a local time
     that does not exist in a daylight-saving business zone; a file written under a hidden
-    name and then renamed, a consumed file deleted, the landing folder removed. Every event is
+    name and then renamed, new content re-landed under a consumed name, a consumed file
+    deleted, the landing folder removed. Every event is
     applied or quarantined with a reason, the counts reconcile, and no run fails on data."""
     zone = stream.spark.conf.get("spark.sql.session.timeZone")
     stream.spark.conf.set("spark.sql.session.timeZone", "America/New_York")
@@ -552,6 +553,17 @@ def test_bad_bytes_odd_lines_and_file_lifecycle(stream):
         assert stream.run().startswith("no new commits")
         os.replace(hidden, os.path.join(stream.landing, "b.jsonl"))
         assert stream.run() == "commit 1: landed 1, applied 1, noop 0, stale 0, before_image 0, quarantined 0"
+
+        # New content landed under a consumed name is read (the file is renamed first: Spark's
+        # file source would skip a path it has seen); an untouched consumed file is not re-read.
+        second = os.path.join(stream.landing, "b.jsonl")
+        consumed_at = os.stat(second).st_mtime
+        with open(second, "w") as fh:
+            fh.write(json.dumps(ev("+I", 6, "2024-03-07 10:00:00.000", 7, "2024-03-07 00:00:00")) + "\n")
+        os.utime(second, (consumed_at + 5, consumed_at + 5))
+        assert stream.run() == "commit 2: landed 1, applied 1, noop 0, stale 0, before_image 0, quarantined 0"
+        assert stream.changelog_rows()[-1][8].startswith(uri(os.path.join(stream.landing, "b.relanded-")))
+        assert stream.run().startswith("no new commits")
 
         # A consumed file deleted, then the whole landing folder removed: nothing fails,
         # nothing already committed changes.
