@@ -142,7 +142,7 @@ import json
 import os
 import uuid
 from typing import Dict, List, Optional
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 __all__ = [
     "run_contract_ingest",
@@ -307,7 +307,7 @@ def rename_relanded(landing_dir: str, checkpoint_dir: str) -> List[str]:
             for line in fh:
                 if line.strip():
                     entry = json.loads(line)
-                    path = os.path.normpath(urlparse(entry["path"]).path)
+                    path = os.path.normpath(unquote(urlparse(entry["path"]).path))  # a URI
                     consumed[path] = max(consumed.get(path, 0), int(entry["timestamp"]))
     renamed = []
     for folder, dirs, files in os.walk(_local(landing_dir)):
