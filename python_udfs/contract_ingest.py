@@ -316,7 +316,9 @@ def rename_relanded(landing_dir: str, checkpoint_dir: str) -> List[str]:
             if name.startswith((".", "_")):
                 continue
             path = os.path.normpath(os.path.join(folder, name))
-            mtime_ms = int(os.stat(path).st_mtime * 1000)
+            # whole milliseconds truncated, as Hadoop's local file system reports them (a float
+            # st_mtime * 1000 can round up past the recorded value and re-read an unchanged file)
+            mtime_ms = os.stat(path).st_mtime_ns // 1_000_000
             if path in consumed and mtime_ms > consumed[path]:
                 stem, ext = os.path.splitext(name)
                 target = os.path.join(folder, f"{stem}.relanded-{mtime_ms}{ext}")
