@@ -22,6 +22,8 @@ from dbt.adapters.spark.connections import (
     SparkConnectionMethod,
     SparkCredentials,
 )
+from dbt.adapters.spark.session import Connection as SessionConnection
+from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
 logger = AdapterLogger("lakerank")
@@ -172,20 +174,46 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
     _ACTIVE_HOME = home
 
 
-def current_thread_session():
-    """The process's SparkSession, with this thread's Hive client bound to its metastore.
+def process_session():
+    """The process's SparkSession, without going through ``SparkSession.builder``.
 
-    Hive caches a metastore client per thread; a thread that used the session of another
-    home (or a session started outside dbt) would otherwise keep reading that metastore.
+    ``builder.getOrCreate()`` on a running session re-applies every option the (process-wide)
+    builder ever received, one py4j round trip each: dbt-spark called it before every SQL
+    statement, ~30 % of a small pk_table commit's Python time (py-spy, docs/benchmarks.md).
     """
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.getOrCreate()
-    home = spark.conf.get("spark.lakerank.home", None)
+    spark = SparkSession._instantiatedSession
+    if spark is None or spark._sc._jsc is None:
+        spark = SparkSession.builder.getOrCreate()
+    return spark
+
+
+def current_thread_session():
+    """The process's SparkSession, with this thread's Hive client bound to its metastore
+    and the session set as the thread's active one.
+
+    Hive caches a metastore client per thread; a thread that used the session of another
+    home (or a session started outside dbt) would otherwise keep reading that metastore.
+    PySpark's functions look the thread's active session up (and fall back to the builder).
+    """
+    spark = process_session()
+    home = _ACTIVE_HOME or spark.conf.get("spark.lakerank.home", None)
     if home is not None and _THREAD_HOMES.get(threading.get_ident()) != home:
         spark._jvm.org.apache.hadoop.hive.ql.metadata.Hive.closeCurrent()
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
         _THREAD_HOMES[threading.get_ident()] = home
     return spark
+
+
+def apply_runtime_conf(params: Dict[str, str]) -> None:
+    """Set the profile's runtime SQL settings (then ``LAKERANK_SPARK_CONF``'s) on the running
+    session: one process serves invocations with different profiles (e.g. another
+    ``LAKERANK_TIMEZONE``), and static settings only take effect at JVM start."""
+    spark = process_session()
+    for key, value in {**params, **env_spark_conf()}.items():
+        if spark.conf.isModifiable(key):
+            spark.conf.set(key, str(value))
 
 
 _THREAD_HOMES: Dict[int, str] = {}
@@ -216,7 +244,32 @@ class LakerankConnectionManager(SparkConnectionManager):
     @classmethod
     def open(cls, connection: Connection) -> Connection:
         creds = connection.credentials
-        if creds.method == SparkConnectionMethod.SESSION and connection.state != "open":
-            home = resolve_home(creds.lakerank_home)
-            start_embedded_session(home, dict(creds.server_side_parameters))
-        return super().open(connection)
+        if creds.method != SparkConnectionMethod.SESSION or connection.state == "open":
+            return super().open(connection)
+        home = resolve_home(creds.lakerank_home)
+        params = dict(creds.server_side_parameters)
+        start_embedded_session(home, params)
+        apply_runtime_conf(params)
+        connection = super().open(connection)
+        connection.handle = SessionConnectionWrapper(_SessionConnection())
+        return connection
+
+
+class _SessionCursor(Cursor):
+    """dbt-spark's session cursor on the process's session (its own re-applies the profile
+    through ``SparkSession.builder`` on every statement: see :func:`process_session`)."""
+
+    def execute(self, sql: str, *parameters) -> None:
+        from pyspark.errors import AnalysisException
+
+        if parameters:
+            sql = sql % parameters
+        try:
+            self._df = current_thread_session().sql(sql)
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+
+
+class _SessionConnection(SessionConnection):
+    def cursor(self) -> Cursor:
+        return _SessionCursor()

@@ -12,7 +12,12 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.lakerank.connections import LakerankConnectionManager, logger, resolve_home
+from dbt.adapters.lakerank.connections import (
+    LakerankConnectionManager,
+    current_thread_session,
+    logger,
+    resolve_home,
+)
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
 
 
@@ -55,9 +60,7 @@ class LakerankAdapter(SparkAdapter):
         creds = self.config.credentials
         if str(creds.method) != "session":
             return None
-        from pyspark.sql import SparkSession
-
-        return SparkSession.builder.getOrCreate()
+        return current_thread_session()
 
     @available
     def lakerank_partition_locations(self, relation) -> Dict[str, str]:

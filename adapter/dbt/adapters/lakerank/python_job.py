@@ -46,9 +46,9 @@ class SessionPythonJobHelper(PythonJobHelper):
         self.credential = credential
 
     def submit(self, compiled_code: str) -> Any:
-        from pyspark.sql import SparkSession
+        from dbt.adapters.lakerank.connections import current_thread_session
 
-        spark = SparkSession.builder.getOrCreate()
+        spark = current_thread_session()
         root = project_dir()
         if root not in sys.path:
             sys.path.insert(0, root)
