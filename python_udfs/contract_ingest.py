@@ -144,6 +144,8 @@ import uuid
 from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
+from python_udfs.jvm import jvm_class
+
 __all__ = [
     "run_contract_ingest",
     "landing_path",
@@ -249,7 +251,7 @@ def _ensure_table(spark, table: str, ddl: str) -> str:
     if want != have:
         raise ValueError(f"table {table} exists with columns {have}, expected {want}")
     # the twin of the adapter's lakerank_table_location (python_udfs does not import the adapter)
-    return str(spark._jvm.org.apache.hadoop.fs.Path(entry.location()).toString()).rstrip("/")
+    return str(jvm_class(spark, "org.apache.hadoop.fs.Path")(entry.location()).toString()).rstrip("/")
 
 
 def _publish_partition(spark, table: str, location: str, commit_id: int, df) -> str:
@@ -281,8 +283,7 @@ def _mkdirs(spark, path: str) -> None:
     if _is_local(path):
         os.makedirs(_local(path), exist_ok=True)
         return
-    jvm = spark.sparkContext._jvm
-    jpath = jvm.org.apache.hadoop.fs.Path(path)
+    jpath = jvm_class(spark, "org.apache.hadoop.fs.Path")(path)
     jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).mkdirs(jpath)
 
 

@@ -26,11 +26,16 @@ from dbt.adapters.spark.session import Connection as SessionConnection
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
+from python_udfs.jvm import jvm_class
+
 logger = AdapterLogger("lakerank")
 
 # C1 only starts fast; it also shrinks the default code cache to 48 MB, which Spark's generated
 # code fills in a long build ("Out of space in CodeCache"): reserve more.
-JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:+UseSerialGC -Xss4m"
+# LAKERANK_JVM_FLAGS replaces them (e.g. a long-lived process that gains from C2: the tests).
+JVM_FLAGS = os.environ.get(
+    "LAKERANK_JVM_FLAGS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:+UseSerialGC -Xss4m"
+)
 
 # One lock file descriptor per home, held for the life of the process (a
 # second flock on a new descriptor would conflict with our own lock).
@@ -168,7 +173,7 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         # Bind the new session's metastore client from a thread with no stale Hive client.
-        spark._jvm.org.apache.hadoop.hive.ql.metadata.Hive.closeCurrent()
+        jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
         spark.catalog.databaseExists("default")
         _THREAD_HOMES[threading.get_ident()] = home
     _ACTIVE_HOME = home
@@ -200,8 +205,8 @@ def current_thread_session():
     spark = process_session()
     home = _ACTIVE_HOME or spark.conf.get("spark.lakerank.home", None)
     if home is not None and _THREAD_HOMES.get(threading.get_ident()) != home:
-        spark._jvm.org.apache.hadoop.hive.ql.metadata.Hive.closeCurrent()
-        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
+        jvm_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(spark._jsparkSession)
         _THREAD_HOMES[threading.get_ident()] = home
     return spark
 

@@ -15,6 +15,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.lakerank.connections import (
     LakerankConnectionManager,
     current_thread_session,
+    jvm_class,
     logger,
     resolve_home,
 )
@@ -68,9 +69,8 @@ class LakerankAdapter(SparkAdapter):
         spark = self._session()
         if spark is None:
             return {}
-        jvm = spark._jvm
         catalog = spark._jsparkSession.sharedState().externalCatalog()
-        parts = catalog.listPartitions(relation.schema, relation.identifier, jvm.scala.Option.empty())
+        parts = catalog.listPartitions(relation.schema, relation.identifier, jvm_class(spark, "scala.Option").empty())
         out: Dict[str, str] = {}
         it = parts.iterator()
         while it.hasNext():
@@ -81,7 +81,7 @@ class LakerankAdapter(SparkAdapter):
             while keys.hasNext():
                 k = keys.next()
                 items.append(f"{k}={spec.apply(k)}")
-            out["/".join(items)] = str(jvm.org.apache.hadoop.fs.Path(part.location()).toString())
+            out["/".join(items)] = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString())
         return out
 
     @available
@@ -90,8 +90,7 @@ class LakerankAdapter(SparkAdapter):
         spark = self._session()
         if spark is None or not location:
             return False
-        jvm = spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(location)
+        path = jvm_class(spark, "org.apache.hadoop.fs.Path")(location)
         fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
         return bool(fs.delete(path, True))
 
@@ -102,7 +101,7 @@ class LakerankAdapter(SparkAdapter):
             return ""
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         table = catalog.getTable(relation.schema, relation.identifier)
-        return str(spark._jvm.org.apache.hadoop.fs.Path(table.location()).toString())
+        return str(jvm_class(spark, "org.apache.hadoop.fs.Path")(table.location()).toString())
 
     @available
     def lakerank_schema_location(self, schema: str) -> str:
@@ -111,7 +110,7 @@ class LakerankAdapter(SparkAdapter):
         if spark is None:
             return ""
         database = spark._jsparkSession.sharedState().externalCatalog().getDatabase(schema)
-        return str(spark._jvm.org.apache.hadoop.fs.Path(database.locationUri()).toString())
+        return str(jvm_class(spark, "org.apache.hadoop.fs.Path")(database.locationUri()).toString())
 
     @available
     def lakerank_prune_versions(self, root: str, keep: str) -> int:
@@ -123,7 +122,7 @@ class LakerankAdapter(SparkAdapter):
         path, fs = self._fs(root)
         if not fs.exists(path):
             return 0
-        keep_path = str(spark._jvm.org.apache.hadoop.fs.Path(keep).toString()).rstrip("/")
+        keep_path = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(keep).toString()).rstrip("/")
         deleted = 0
         for status in fs.listStatus(path):
             child = status.getPath()
@@ -150,7 +149,7 @@ class LakerankAdapter(SparkAdapter):
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         if not catalog.tableExists(relation.schema, relation.identifier):
             return False
-        empty = getattr(spark._jvm.scala.collection.immutable, "Map$").__getattr__("MODULE$").empty()
+        empty = jvm_class(spark, "scala.collection.immutable.Map$").__getattr__("MODULE$").empty()
         spec = empty.updated(column, str(value))
         return bool(catalog.getPartitionOption(relation.schema, relation.identifier, spec).isDefined())
 
@@ -182,10 +181,9 @@ class LakerankAdapter(SparkAdapter):
         replaced, created and dropped.
         """
         spark = self._session()
-        jvm = spark._jvm
         catalog = spark._jsparkSession.sharedState().externalCatalog()
-        none = jvm.scala.Option.empty()
-        conv = jvm.scala.jdk.javaapi.CollectionConverters
+        none = jvm_class(spark, "scala.Option").empty()
+        conv = jvm_class(spark, "scala.jdk.javaapi.CollectionConverters")
 
         def listing(rel):
             parts = {}
@@ -202,7 +200,7 @@ class LakerankAdapter(SparkAdapter):
             raise DbtRuntimeError(f"{target} wrote undeclared partitions: {undeclared[:5]}")
 
         def seq(items):
-            arr = jvm.java.util.ArrayList()
+            arr = jvm_class(spark, "java.util.ArrayList")()
             for item in items:
                 arr.add(item)
             return conv.asScala(arr).toSeq()
@@ -211,7 +209,7 @@ class LakerankAdapter(SparkAdapter):
         create = [new_parts[v] for v in declared if v in new_parts and v not in old_parts]
         drop = [old_parts[v].spec() for v in declared if v not in new_parts and v in old_parts]
         superseded = [
-            str(jvm.org.apache.hadoop.fs.Path(old_parts[v].location()).toString())
+            str(jvm_class(spark, "org.apache.hadoop.fs.Path")(old_parts[v].location()).toString())
             for v in declared if v in old_parts
         ]
         if replace:
@@ -291,7 +289,7 @@ class LakerankAdapter(SparkAdapter):
 
     def _fs(self, location: str):
         spark = self._session()
-        path = spark._jvm.org.apache.hadoop.fs.Path(location)
+        path = jvm_class(spark, "org.apache.hadoop.fs.Path")(location)
         return path, path.getFileSystem(spark._jsc.hadoopConfiguration())
 
     @available
@@ -315,8 +313,8 @@ class LakerankAdapter(SparkAdapter):
             return None
         stream = fs.open(path)
         try:
-            reader = self._session()._jvm.java.io.BufferedReader(
-                self._session()._jvm.java.io.InputStreamReader(stream, "UTF-8")
+            reader = jvm_class(spark, "java.io.BufferedReader")(
+                jvm_class(spark, "java.io.InputStreamReader")(stream, "UTF-8")
             )
             text = "".join(iter(lambda: reader.readLine() or "", ""))
         finally:
@@ -355,9 +353,9 @@ class LakerankAdapter(SparkAdapter):
         """``{"c=v/_bucket=n": path}`` for the partition directories ``depth`` levels under
         ``location`` (names unescaped, as the metastore spells partition values)."""
         spark = self._session()
-        unescape = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.unescapePathName
+        unescape = jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils").unescapePathName
         _path, fs = self._fs(location)
-        found = fs.globStatus(spark._jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/*" * depth)) or []
+        found = fs.globStatus(jvm_class(spark, "org.apache.hadoop.fs.Path")(location.rstrip("/") + "/*" * depth)) or []
         out = {}
         for status in found:
             if not status.isDirectory():
@@ -399,10 +397,9 @@ class LakerankAdapter(SparkAdapter):
 
     def _partitions(self, relation):
         spark = self._session()
-        jvm = spark._jvm
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         out = {}
-        it = catalog.listPartitions(relation.schema, relation.identifier, jvm.scala.Option.empty()).iterator()
+        it = catalog.listPartitions(relation.schema, relation.identifier, jvm_class(spark, "scala.Option").empty()).iterator()
         while it.hasNext():
             part = it.next()
             spec = part.spec()
@@ -410,7 +407,7 @@ class LakerankAdapter(SparkAdapter):
             while keys.hasNext():
                 k = keys.next()
                 items.append(f"{k}={spec.apply(k)}")
-            out["/".join(items)] = (part, str(jvm.org.apache.hadoop.fs.Path(part.location()).toString()))
+            out["/".join(items)] = (part, str(jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString()))
         return out
 
     @available
@@ -418,22 +415,21 @@ class LakerankAdapter(SparkAdapter):
         """Re-point ``target``'s partitions per ``plan``: one metastore call each for the
         replaced, created and dropped partitions."""
         spark = self._session()
-        jvm = spark._jvm
         catalog = spark._jsparkSession.sharedState().externalCatalog()
-        conv = jvm.scala.jdk.javaapi.CollectionConverters
+        conv = jvm_class(spark, "scala.jdk.javaapi.CollectionConverters")
         old = self._partitions(target)
-        none = jvm.scala.Option.empty()
-        empty = getattr(jvm.scala.collection.immutable, "Map$").__getattr__("MODULE$").empty()
+        none = jvm_class(spark, "scala.Option").empty()
+        empty = jvm_class(spark, "scala.collection.immutable.Map$").__getattr__("MODULE$").empty()
 
         def seq(items):
-            arr = jvm.java.util.ArrayList()
+            arr = jvm_class(spark, "java.util.ArrayList")()
             for item in items:
                 arr.add(item)
             return conv.asScala(arr).toSeq()
 
         def at(storage, location):
-            uri = jvm.org.apache.hadoop.fs.Path(location).toUri()
-            return storage.copy(jvm.scala.Some(uri), storage.inputFormat(), storage.outputFormat(),
+            uri = jvm_class(spark, "org.apache.hadoop.fs.Path")(location).toUri()
+            return storage.copy(jvm_class(spark, "scala.Some")(uri), storage.inputFormat(), storage.outputFormat(),
                                 storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
 
         def repointed(t, location):
@@ -446,8 +442,8 @@ class LakerankAdapter(SparkAdapter):
             for item in t.split("/"):
                 key, value = item.split("=", 1)
                 spec = spec.updated(key, value)
-            return jvm.org.apache.spark.sql.catalyst.catalog.CatalogTablePartition(
-                spec, at(storage, location), empty, jvm.System.currentTimeMillis(), -1, none)
+            return jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition")(
+                spec, at(storage, location), empty, jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
 
         if plan["replace"]:
             catalog.alterPartitions(target.schema, target.identifier,
