@@ -28,6 +28,7 @@ def dbt_subprocess(home, kill_after_marker: str | None = None, delay: float = 0.
     (killed, returncode, output)."""
     env = {**os.environ, "LAKERANK_HOME": str(home)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
+    env.pop("LAKERANK_JVM_FLAGS", None)  # a scheduled build's JVM, as in production
     proc = subprocess.Popen(
         [DBT, command, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), *PIPELINE_ONLY],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
