@@ -139,10 +139,12 @@
           '(select * from ' ~ view_relation ~ ' as t where ' ~ predicate ~ ')',
           '(' ~ sql ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
-    {% call statement('add_audit_partition') -%}
-      alter table {{ parts['audit'] }} add if not exists partition (_commit_id = {{ commit_id }})
-      location '{{ location }}'
-    {%- endcall %}
+    {%- if not adapter.lakerank_add_partition(parts['audit'], '_commit_id', commit_id, location) -%}
+      {% call statement('add_audit_partition') -%}
+        alter table {{ parts['audit'] }} add if not exists partition (_commit_id = {{ commit_id }})
+        location '{{ location }}'
+      {%- endcall %}
+    {%- endif -%}
   {%- else -%}
     {% call statement('main') -%}
       select 'commit {{ commit_id }} already in the audit log' as status

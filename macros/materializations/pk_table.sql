@@ -110,7 +110,7 @@
     {% do lakerank.pk_merge(target, views, layout, spec, partition_by, touched) %}
     {%- set stage = adapter.lakerank_table_location(target) ~ '/_v/c' ~ commit_id ~ '_' ~ invocation_id[:8] -%}
     {% do adapter.lakerank_write_dirs(lakerank.pk_new_buckets(target, views, layout, spec, partition_by, touched),
-                                      stage, partition_by + ['_bucket']) %}
+                                      stage, partition_by + ['_bucket'], fault=lakerank.write_fault()) %}
     {% do lakerank.fault_point('staged') %}
     {% do lakerank.pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) %}
     {% do lakerank.fault_point('logged') %}

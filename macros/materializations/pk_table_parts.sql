@@ -406,11 +406,13 @@
 {#- Write partition `column = value` of log table `relation` as a directory (the caller's
     SELECT, cast to the table's columns) and register it: one write, one metastore call. -#}
 {% macro pk_write_log_partition(relation, column, value) -%}
-  {% do adapter.lakerank_write_dirs(caller(), adapter.lakerank_table_location(relation) ~ '/' ~ column ~ '=' ~ value,
-                                    [], relation) %}
-  {% call statement('pk_register_' ~ relation.identifier) -%}
-    alter table {{ relation }} add if not exists partition ({{ column }} = {{ value }})
-  {%- endcall %}
+  {%- set location = adapter.lakerank_table_location(relation) ~ '/' ~ column ~ '=' ~ value -%}
+  {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank.write_fault()) %}
+  {%- if not adapter.lakerank_add_partition(relation, column, value, location) -%}
+    {% call statement('pk_register_' ~ relation.identifier) -%}
+      alter table {{ relation }} add if not exists partition ({{ column }} = {{ value }})
+    {%- endcall %}
+  {%- endif -%}
 {%- endmacro %}
 
 
@@ -540,6 +542,16 @@
       {{ adapter.lakerank_path_bytes(superseded) }} as superseded_bytes
     from {{ views.merged }}
   {%- endcall %}
+{%- endmacro %}
+
+
+{#- Write-failure injection for tests: `lakerank_fault: "write:<part>"` (or per model, as
+    below) makes this model's parquet write whose location contains <part> fail like a full
+    disk, leaving a torn file behind (adapter.lakerank_write_dirs). -#}
+{% macro write_fault() -%}
+  {%- set fault = var('lakerank_fault', '') -%}
+  {%- if fault is mapping -%}{%- set fault = fault.get(this.name, '') -%}{%- endif -%}
+  {{ return(fault if fault is string and fault.startswith('write:') else '') }}
 {%- endmacro %}
 
 

@@ -2,8 +2,11 @@
 and the rerun applies the input exactly once (checked on a `sum` aggregation, where applying
 twice would show), with one audit-log commit, one snapshot and time travel intact.
 
-The four fault points run side by side: one table per fault point in one project, each
-stopped at its own step by the same `dbt run` (`lakerank_fault` as a mapping)."""
+The fault points run side by side: one table per fault point in one project, each stopped
+at its own step by the same `dbt run` (`lakerank_fault` as a mapping). Besides stops between
+steps, a write that fails part-way (disk full, injected: `write:<location part>` leaves a torn
+parquet file in the directory being written and raises ENOSPC) in each of the commit's four
+writes: the staged buckets, the state log, the audit log and the snapshot row."""
 
 from __future__ import annotations
 
@@ -17,7 +20,10 @@ MODEL = """\
                    'changelog-producer': 'lookup', 'bucket': '4'}) }}
 select k, v, ord from values {{ var('rows_' ~ this.name, var('rows')) }} as t(k, v, ord)
 """
-FAULTS = ["logged", "planned", "swapped", "recorded"]  # "staged" is a prefix of "logged"
+STOPS = ["logged", "planned", "swapped", "recorded"]  # "staged" is a prefix of "logged"
+WRITE_FAULTS = {"disk_full_stage": "write:/_v/c", "disk_full_state": "write:__state_log",
+                "disk_full_audit": "write:__audit_log", "disk_full_snapshot": "write:__snapshots"}
+FAULTS = STOPS + list(WRITE_FAULTS)
 FIRST = "(1, 10, 1), (2, 20, 2), (3, 30, 3), (4, 40, 4), (5, 50, 5)"
 SECOND = "(1, 1, 1), (3, 3, 2), (6, 6, 3)"
 AFTER_FIRST = {1: 10, 2: 20, 3: 30, 4: 40, 5: 50}
@@ -45,10 +51,14 @@ def test_stopped_commit_is_applied_once_on_rerun(runner, tmp_path):
     pk = PkProject(runner, tmp_path, {m: MODEL for m in FAULTS})
     pk.invoke("run", vars_={"rows": FIRST})
 
-    res = pk.invoke("run", vars_={"rows": SECOND, "lakerank_fault": {m: m for m in FAULTS}},
+    res = pk.invoke("run", vars_={"rows": SECOND,
+                                  "lakerank_fault": {m: WRITE_FAULTS.get(m, m) for m in FAULTS}},
                     expect_success=False)
     status = {r.node.name: str(getattr(r.status, "value", r.status)) for r in res.result.results}
     assert status == {m: "error" for m in FAULTS}, status
+    messages = {r.node.name: str(r.message) for r in res.result.results}
+    for m in WRITE_FAULTS:
+        assert "No space left on device" in messages[m], messages[m]
     for fault in FAULTS:
         table = _table(pk, fault)
         # Before the record the table may show directories of the dead commit only once swapped.

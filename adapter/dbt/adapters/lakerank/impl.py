@@ -308,6 +308,7 @@ class LakerankAdapter(SparkAdapter):
     @available
     def lakerank_read_intent(self, target):
         """The unfinished commit's swap plan of ``target`` (None when there is none)."""
+        spark = self._session()
         path, fs = self._fs(self._intent_path(target))
         if not fs.exists(path):
             return None
@@ -328,13 +329,16 @@ class LakerankAdapter(SparkAdapter):
         return ""
 
     @available
-    def lakerank_write_dirs(self, sql: str, location: str, partition_by, like=None) -> str:
+    def lakerank_write_dirs(self, sql: str, location: str, partition_by, like=None, fault: str = "") -> str:
         """Run ``sql`` and write its rows as parquet under ``location``, one Hive-style
         directory (``col=value/...``) per value of ``partition_by``, replacing whatever was
         there. No table and no metastore call: callers register the directories they keep
         (a CTAS or ``insert overwrite ... partition`` pays two to four metastore round trips
         per write, most of a small commit's time). With ``like`` (a table), the columns are
-        cast to that table's leading columns by position, as an insert would."""
+        cast to that table's leading columns by position, as an insert would.
+
+        ``fault`` (test hook, ``lakerank_fault: "write:<part>"``): when ``location`` contains
+        ``<part>``, the write fails as a full disk would, after leaving a torn parquet file."""
         from pyspark.sql import functions as F
 
         logger.debug(f"lakerank: writing {location} (partitioned by {list(partition_by)}):\n{sql}")
@@ -347,7 +351,22 @@ class LakerankAdapter(SparkAdapter):
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.parquet(location)
+        if fault.startswith("write:") and fault.split(":", 1)[1] in location:
+            self._tear_a_file(location)
+            raise DbtRuntimeError(
+                f"[Errno 28] No space left on device: writing {location} (injected by lakerank_fault {fault!r})"
+            )
         return ""
+
+    @staticmethod
+    def _tear_a_file(location: str) -> None:
+        """Cut the largest parquet file under a local ``location`` to half its size."""
+        root = location[len("file:"):] if location.startswith("file:") else location
+        files = [os.path.join(d, f) for d, _s, names in os.walk(root) for f in names if f.endswith(".parquet")]
+        if files:
+            victim = max(files, key=os.path.getsize)
+            with open(victim, "r+b") as fh:
+                fh.truncate(os.path.getsize(victim) // 2)
 
     def _dir_partitions(self, location: str, depth: int) -> Dict[str, str]:
         """``{"c=v/_bucket=n": path}`` for the partition directories ``depth`` levels under
@@ -419,7 +438,6 @@ class LakerankAdapter(SparkAdapter):
         conv = jvm_class(spark, "scala.jdk.javaapi.CollectionConverters")
         old = self._partitions(target)
         none = jvm_class(spark, "scala.Option").empty()
-        empty = jvm_class(spark, "scala.collection.immutable.Map$").__getattr__("MODULE$").empty()
 
         def seq(items):
             arr = jvm_class(spark, "java.util.ArrayList")()
@@ -438,12 +456,7 @@ class LakerankAdapter(SparkAdapter):
                              part.createTime(), part.lastAccessTime(), none)
 
         def created(t, location, storage):
-            spec = empty
-            for item in t.split("/"):
-                key, value = item.split("=", 1)
-                spec = spec.updated(key, value)
-            return jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition")(
-                spec, at(storage, location), empty, jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
+            return self._new_partition(spark, t, location, storage)
 
         if plan["replace"]:
             catalog.alterPartitions(target.schema, target.identifier,
@@ -459,6 +472,40 @@ class LakerankAdapter(SparkAdapter):
             )
         spark.catalog.refreshTable(f"{target.schema}.{target.identifier}")
         return {"replaced": len(plan["replace"]), "created": len(plan["create"]), "dropped": len(plan["drop"])}
+
+    @staticmethod
+    def _new_partition(spark, spec_path: str, location: str, storage):
+        """A ``CatalogTablePartition`` for ``"c=v/..."`` at ``location`` (the table's storage
+        format)."""
+        none = jvm_class(spark, "scala.Option").empty()
+        empty = jvm_class(spark, "scala.collection.immutable.Map$").__getattr__("MODULE$").empty()
+        spec = empty
+        for item in spec_path.split("/"):
+            key, value = item.split("=", 1)
+            spec = spec.updated(key, value)
+        uri = jvm_class(spark, "org.apache.hadoop.fs.Path")(location).toUri()
+        at = storage.copy(jvm_class(spark, "scala.Some")(uri), storage.inputFormat(), storage.outputFormat(),
+                          storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
+        return jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition")(
+            spec, at, empty, jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
+
+    @available
+    def lakerank_add_partition(self, relation, column: str, value, location: str) -> bool:
+        """Register partition ``column = value`` of ``relation`` at ``location`` (if absent)
+        with one external-catalog call. ``ALTER TABLE ... ADD PARTITION`` does the same after
+        parsing, analysing and looking the table up twice: 430 vs 255 ms per partition
+        measured. False without an embedded session (the caller runs the DDL instead)."""
+        spark = self._session()
+        if spark is None:
+            return False
+        catalog = spark._jsparkSession.sharedState().externalCatalog()
+        storage = catalog.getTable(relation.schema, relation.identifier).storage()
+        arr = jvm_class(spark, "java.util.ArrayList")()
+        arr.add(self._new_partition(spark, f"{column}={value}", location, storage))
+        parts = jvm_class(spark, "scala.jdk.javaapi.CollectionConverters").asScala(arr).toSeq()
+        catalog.createPartitions(relation.schema, relation.identifier, parts, True)
+        spark.catalog.refreshTable(f"{relation.schema}.{relation.identifier}")
+        return True
 
     @available
     def lakerank_rollback_swap(self, target, plan) -> str:
