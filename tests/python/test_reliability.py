@@ -1,5 +1,6 @@
 """Reliability: a build killed with SIGKILL (dbt and its JVM) at several points and run
-again ends exactly as an uninterrupted build; a second build on a busy home refuses at once."""
+again ends exactly as an uninterrupted build; a build on another home running at the same time
+is not disturbed; a second build on a busy home refuses at once."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 import cdc
 from checks import assert_all_exact
-from conftest import PIPELINE_ONLY, ROOT
+from conftest import PIPELINE_ONLY, ROOT, Lakerank
 
 DBT = shutil.which("dbt")
 
@@ -29,6 +30,9 @@ def dbt_subprocess(home, kill_after_marker: str | None = None, delay: float = 0.
     env = {**os.environ, "LAKERANK_HOME": str(home)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     env.pop("LAKERANK_JVM_FLAGS", None)  # a scheduled build's JVM, as in production
+    # Its own dbt target folder: the first run overlaps an in-process build of another home,
+    # and two dbt processes must not write one manifest / partial-parse file.
+    env["DBT_TARGET_PATH"] = os.environ.get("DBT_TARGET_PATH", "target") + "-subprocess"
     proc = subprocess.Popen(
         [DBT, command, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), *PIPELINE_ONLY],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -57,7 +61,7 @@ def dbt_subprocess(home, kill_after_marker: str | None = None, delay: float = 0.
 
 
 @pytest.mark.skipif(DBT is None, reason="dbt CLI not on PATH")
-def test_sigkill_at_any_stage_then_rerun_is_exact(lakerank):
+def test_sigkill_at_any_stage_then_rerun_is_exact(lakerank, runner, tmp_path):
     rank_function = "dense_rank"
     rng = random.Random(7)
     batches = cdc.generate_batches(seed=21, n_batches=3, events_per_batch=50, n_projects=5)
@@ -66,7 +70,23 @@ def test_sigkill_at_any_stage_then_rerun_is_exact(lakerank):
 
     first = lakerank.land(batches[0])
     oracle.consume(os.path.basename(first), batches[0])
-    killed, rc, out = dbt_subprocess(home)
+    # Issue F.6: while the first build runs in its own process on this home, this process
+    # builds another home with another stream; both end exact (two homes never interfere:
+    # each has its own metastore, warehouse, checkpoints and lock).
+    other = Lakerank(runner, tmp_path / "other_home")
+    other_lines = cdc.generate_batches(seed=22, n_batches=1, events_per_batch=50, n_projects=5)[0]
+    other_oracle = cdc.Oracle()
+    other_oracle.consume(os.path.basename(other.land(other_lines)), other_lines)
+    first_run = {}
+    worker = threading.Thread(target=lambda: first_run.update(result=dbt_subprocess(home)))
+    worker.start()
+    try:
+        other.dbt("build")
+        other.dbt("run", "--select", "int_project_rank_version_history")
+        assert_all_exact(other, other_oracle, rank_function)
+    finally:
+        worker.join()
+    killed, rc, out = first_run["result"]
     assert rc == 0, out[-3000:]
 
     # Batch 1 lands: the run is killed during the ingest, its rerun during the accumulation.
