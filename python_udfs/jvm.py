@@ -10,7 +10,7 @@ _JVM_CLASSES: Dict[tuple, object] = {}
 def jvm_class(spark, name: str):
     """The JVM class ``name`` (fully qualified) as a py4j ``JavaClass``, cached.
 
-    ``jvm_class(spark, "org.apache.hadoop.fs.Path")`` resolves one name segment per round trip, and
+    ``spark._jvm.org.apache.hadoop.fs.Path`` resolves one name segment per round trip, and
     every segment that is not a class ("org", "org.apache", ... and each wildcard import the
     gateway tries) is a failed class lookup that scans every jar on Spark's classpath:
     3.2 ms per such chain against 0.2 ms here (measured; JFR: ~10 % of a pk_table commit's
@@ -24,3 +24,11 @@ def jvm_class(spark, name: str):
     if cls is None:
         cls = _JVM_CLASSES[key] = JavaClass(name, client)
     return cls
+
+
+def scala_seq(spark, items):
+    """A Scala ``Seq`` of the JVM objects ``items`` (what catalog calls take)."""
+    arr = jvm_class(spark, "java.util.ArrayList")()
+    for item in items:
+        arr.add(item)
+    return jvm_class(spark, "scala.jdk.javaapi.CollectionConverters").asScala(arr).toSeq()

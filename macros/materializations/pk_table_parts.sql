@@ -549,9 +549,16 @@
     below) makes this model's parquet write whose location contains <part> fail like a full
     disk, leaving a torn file behind (adapter.lakerank_write_dirs). -#}
 {% macro write_fault() -%}
+  {%- set fault = lakerank.model_fault() -%}
+  {{ return(fault if fault is string and fault.startswith('write:') else '') }}
+{%- endmacro %}
+
+
+{#- This model's `lakerank_fault` value (a plain value applies to every model). -#}
+{% macro model_fault() -%}
   {%- set fault = var('lakerank_fault', '') -%}
   {%- if fault is mapping -%}{%- set fault = fault.get(this.name, '') -%}{%- endif -%}
-  {{ return(fault if fault is string and fault.startswith('write:') else '') }}
+  {{ return(fault) }}
 {%- endmacro %}
 
 
@@ -560,9 +567,7 @@
     killed process would. A mapping (`{lakerank_fault: {model_a: logged, model_b: swapped}}`)
     stops each named model at its own step, so one run can crash several commits. -#}
 {% macro fault_point(name) -%}
-  {%- set fault = var('lakerank_fault', '') -%}
-  {%- if fault is mapping -%}{%- set fault = fault.get(this.name, '') -%}{%- endif -%}
-  {%- if fault == name -%}
+  {%- if lakerank.model_fault() == name -%}
     {{ exceptions.raise_compiler_error("lakerank_fault: stopped after step '" ~ name ~ "'") }}
   {%- endif -%}
 {%- endmacro %}

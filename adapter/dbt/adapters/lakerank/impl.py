@@ -15,11 +15,11 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.lakerank.connections import (
     LakerankConnectionManager,
     current_thread_session,
-    jvm_class,
     logger,
     resolve_home,
 )
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
+from python_udfs.jvm import jvm_class, scala_seq
 
 
 class LakerankAdapter(SparkAdapter):
@@ -183,7 +183,6 @@ class LakerankAdapter(SparkAdapter):
         spark = self._session()
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         none = jvm_class(spark, "scala.Option").empty()
-        conv = jvm_class(spark, "scala.jdk.javaapi.CollectionConverters")
 
         def listing(rel):
             parts = {}
@@ -199,12 +198,6 @@ class LakerankAdapter(SparkAdapter):
         if undeclared:
             raise DbtRuntimeError(f"{target} wrote undeclared partitions: {undeclared[:5]}")
 
-        def seq(items):
-            arr = jvm_class(spark, "java.util.ArrayList")()
-            for item in items:
-                arr.add(item)
-            return conv.asScala(arr).toSeq()
-
         replace = [new_parts[v] for v in declared if v in new_parts and v in old_parts]
         create = [new_parts[v] for v in declared if v in new_parts and v not in old_parts]
         drop = [old_parts[v].spec() for v in declared if v not in new_parts and v in old_parts]
@@ -213,11 +206,11 @@ class LakerankAdapter(SparkAdapter):
             for v in declared if v in old_parts
         ]
         if replace:
-            catalog.alterPartitions(target.schema, target.identifier, seq(replace))
+            catalog.alterPartitions(target.schema, target.identifier, scala_seq(spark, replace))
         if create:
-            catalog.createPartitions(target.schema, target.identifier, seq(create), False)
+            catalog.createPartitions(target.schema, target.identifier, scala_seq(spark, create), False)
         if drop:
-            catalog.dropPartitions(target.schema, target.identifier, seq(drop), True, False, True)
+            catalog.dropPartitions(target.schema, target.identifier, scala_seq(spark, drop), True, False, True)
         spark.catalog.refreshTable(f"{target.schema}.{target.identifier}")
         # Every declared partition now points at a new attempt directory (or is gone), so
         # its old directory is referenced by nothing.
@@ -435,40 +428,26 @@ class LakerankAdapter(SparkAdapter):
         replaced, created and dropped partitions."""
         spark = self._session()
         catalog = spark._jsparkSession.sharedState().externalCatalog()
-        conv = jvm_class(spark, "scala.jdk.javaapi.CollectionConverters")
         old = self._partitions(target)
         none = jvm_class(spark, "scala.Option").empty()
 
-        def seq(items):
-            arr = jvm_class(spark, "java.util.ArrayList")()
-            for item in items:
-                arr.add(item)
-            return conv.asScala(arr).toSeq()
-
-        def at(storage, location):
-            uri = jvm_class(spark, "org.apache.hadoop.fs.Path")(location).toUri()
-            return storage.copy(jvm_class(spark, "scala.Some")(uri), storage.inputFormat(), storage.outputFormat(),
-                                storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
-
         def repointed(t, location):
             part = old[t][0]
-            return part.copy(part.spec(), at(part.storage(), location), part.parameters(),
+            return part.copy(part.spec(), self._storage_at(spark, part.storage(), location), part.parameters(),
                              part.createTime(), part.lastAccessTime(), none)
-
-        def created(t, location, storage):
-            return self._new_partition(spark, t, location, storage)
 
         if plan["replace"]:
             catalog.alterPartitions(target.schema, target.identifier,
-                                    seq(repointed(t, n) for t, _o, n in plan["replace"]))
+                                    scala_seq(spark, (repointed(t, n) for t, _o, n in plan["replace"])))
         if plan["create"]:
             storage = catalog.getTable(target.schema, target.identifier).storage()
             catalog.createPartitions(target.schema, target.identifier,
-                                     seq(created(t, n, storage) for t, n in plan["create"]), True)
+                                     scala_seq(spark, (self._new_partition(spark, t, n, storage)
+                                                       for t, n in plan["create"])), True)
         if plan["drop"]:
             catalog.dropPartitions(
                 target.schema, target.identifier,
-                seq(old[t][0].spec() for t, _o in plan["drop"] if t in old), True, False, True,
+                scala_seq(spark, (old[t][0].spec() for t, _o in plan["drop"] if t in old)), True, False, True,
             )
         spark.catalog.refreshTable(f"{target.schema}.{target.identifier}")
         return {"replaced": len(plan["replace"]), "created": len(plan["create"]), "dropped": len(plan["drop"])}
@@ -483,11 +462,16 @@ class LakerankAdapter(SparkAdapter):
         for item in spec_path.split("/"):
             key, value = item.split("=", 1)
             spec = spec.updated(key, value)
-        uri = jvm_class(spark, "org.apache.hadoop.fs.Path")(location).toUri()
-        at = storage.copy(jvm_class(spark, "scala.Some")(uri), storage.inputFormat(), storage.outputFormat(),
-                          storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
         return jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition")(
-            spec, at, empty, jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
+            spec, LakerankAdapter._storage_at(spark, storage, location), empty,
+            jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
+
+    @staticmethod
+    def _storage_at(spark, storage, location: str):
+        """``storage`` (a partition's or table's storage format) pointed at ``location``."""
+        uri = jvm_class(spark, "org.apache.hadoop.fs.Path")(location).toUri()
+        return storage.copy(jvm_class(spark, "scala.Some")(uri), storage.inputFormat(), storage.outputFormat(),
+                            storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
 
     @available
     def lakerank_add_partition(self, relation, column: str, value, location: str) -> bool:
@@ -500,9 +484,7 @@ class LakerankAdapter(SparkAdapter):
             return False
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         storage = catalog.getTable(relation.schema, relation.identifier).storage()
-        arr = jvm_class(spark, "java.util.ArrayList")()
-        arr.add(self._new_partition(spark, f"{column}={value}", location, storage))
-        parts = jvm_class(spark, "scala.jdk.javaapi.CollectionConverters").asScala(arr).toSeq()
+        parts = scala_seq(spark, [self._new_partition(spark, f"{column}={value}", location, storage)])
         catalog.createPartitions(relation.schema, relation.identifier, parts, True)
         spark.catalog.refreshTable(f"{relation.schema}.{relation.identifier}")
         return True
