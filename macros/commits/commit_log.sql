@@ -27,9 +27,10 @@
 {#- A table's state depends on settings such as the rank function: its `state_fingerprint`
     config is stored with each commit, and a run with different settings stops with a
     clear message instead of mixing two kinds of state (unless --full-refresh). -#}
-{% macro check_fingerprint(relation, fingerprint) -%}
+{% macro check_fingerprint(relation, fingerprint, properties=none) -%}
   {%- if fingerprint and execute -%}
-    {%- set stored = adapter.lakerank_get_property(relation, 'lakerank.fingerprint', '') -%}
+    {%- set stored = properties.get('lakerank.fingerprint', '') if properties is not none
+                     else adapter.lakerank_get_property(relation, 'lakerank.fingerprint', '') -%}
     {%- if stored and stored != fingerprint -%}
       {{ exceptions.raise_compiler_error(
           relation ~ " was built with " ~ stored ~ " but this run uses " ~ fingerprint

@@ -48,10 +48,13 @@
       {% do adapter.drop_relation(rel) %}
     {%- endfor -%}
   {%- endif -%}
-  {%- set existed = adapter.lakerank_table_exists(target) -%}
+  {#- The four tables' existence, locations and properties, read once (one metastore call). -#}
+  {%- set info = adapter.lakerank_tables_info([target, tables.audit, tables.state, tables.snapshots]) -%}
+  {%- set props = info[target.identifier]['properties'] -%}
+  {%- set existed = info[target.identifier]['exists'] -%}
   {%- if existed -%}
-    {% do lakerank.check_fingerprint(target, config.get('state_fingerprint')) %}
-    {%- set snapshot_id = lakerank.pk_recover(target, tables) -%}
+    {% do lakerank.check_fingerprint(target, config.get('state_fingerprint'), props) %}
+    {%- set snapshot_id = lakerank.pk_recover(target, tables, info) -%}
     {% do adapter.lakerank_drop_dead_stages(target) %}
   {%- else -%}
     {%- set snapshot_id = 0 -%}
@@ -67,7 +70,7 @@
   {%- set fingerprint = primary_key | join(',') ~ '|' ~ partition_by | join(',') ~ '|' ~ spec.bucket -%}
 
   {%- if existed -%}
-    {%- set stored = adapter.lakerank_get_property(target, 'lakerank.layout', '') -%}
+    {%- set stored = props.get('lakerank.layout', '') -%}
     {%- if stored and stored != fingerprint -%}
       {{ exceptions.raise_compiler_error("pk_table " ~ this ~ " is laid out as (primary key | partitions | bucket) = " ~ stored
           ~ " but the model now says " ~ fingerprint ~ "; rebuild it with `dbt run --full-refresh`") }}
@@ -75,14 +78,14 @@
   {%- endif -%}
   {%- if existed -%}
     {%- for key, flag in [('ignore-delete', spec.ignore_delete), ('ignore-update-before', spec.ignore_update_before)] -%}
-      {%- if adapter.lakerank_get_property(target, 'lakerank.' ~ key, 'false') == 'true' and not flag -%}
+      {%- if props.get('lakerank.' ~ key, 'false') == 'true' and not flag -%}
         {{ exceptions.raise_compiler_error("pk_table " ~ this ~ ": option '" ~ key ~ "': Cannot change " ~ key ~ " from true to false.") }}
       {%- endif -%}
     {%- endfor -%}
   {%- endif -%}
-  {% do lakerank.pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by) %}
+  {% do lakerank.pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by, info) %}
   {%- set commit_id = snapshot_id + 1 -%}
-  {%- set compaction = lakerank.pk_compaction(target, spec, options, commit_id) -%}
+  {%- set compaction = lakerank.pk_compaction(spec, options, commit_id, props) -%}
 
   {%- set window = lakerank.commit_window() if config.get('commit_source') else none -%}
   {%- if window is not none and existed and not window['pending'] and not should_full_refresh() -%}
@@ -108,14 +111,14 @@
     {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
   {%- else -%}
     {% do lakerank.pk_merge(target, views, layout, spec, partition_by, touched) %}
-    {%- set stage = adapter.lakerank_table_location(target) ~ '/_v/c' ~ commit_id ~ '_' ~ invocation_id[:8] -%}
+    {%- set stage = lakerank.pk_location(target, info) ~ '/_v/c' ~ commit_id ~ '_' ~ invocation_id[:8] -%}
     {% do adapter.lakerank_write_dirs(lakerank.pk_new_buckets(target, views, layout, spec, partition_by, touched),
                                       stage, partition_by + ['_bucket'], fault=lakerank.write_fault()) %}
     {% do lakerank.fault_point('staged') %}
-    {% do lakerank.pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) %}
+    {% do lakerank.pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) %}
     {% do lakerank.fault_point('logged') %}
     {%- set plan = adapter.lakerank_plan_swap(target, stage, partition_by | length + 1, touched, commit_id) -%}
-    {% do lakerank.pk_write_snapshot(tables, views, spec, plan, commit_id, compaction) %}
+    {% do lakerank.pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
     {% do lakerank.fault_point('planned') %}
     {% do adapter.lakerank_apply_swap(target, plan) %}
     {% do lakerank.fault_point('swapped') %}

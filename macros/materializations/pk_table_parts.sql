@@ -63,8 +63,8 @@
 {%- endmacro %}
 
 
-{% macro pk_create_tables(target, tables, layout, fingerprint, primary_key, pcols) -%}
-  {%- if not adapter.lakerank_table_exists(target) %}
+{% macro pk_create_tables(target, tables, layout, fingerprint, primary_key, pcols, info) -%}
+  {%- if not info[target.identifier]['exists'] %}
   {% call statement('pk_create_target') -%}
     create table if not exists {{ target }} (
       {%- for c in layout.columns %}
@@ -77,7 +77,7 @@
                    'lakerank.primary_key' = '{{ primary_key | join(",") }}')
   {%- endcall %}
   {%- endif %}
-  {%- if not adapter.lakerank_table_exists(tables.audit) %}
+  {%- if not info[tables.audit.identifier]['exists'] %}
   {% call statement('pk_create_audit') -%}
     create table if not exists {{ tables.audit }} (
       rowkind string,
@@ -89,7 +89,7 @@
     ) using parquet partitioned by (_commit_id)
   {%- endcall %}
   {%- endif %}
-  {%- if not adapter.lakerank_table_exists(tables.state) %}
+  {%- if not info[tables.state.identifier]['exists'] %}
   {% call statement('pk_create_state') -%}
     create table if not exists {{ tables.state }} (
       {%- for c in layout.columns %}
@@ -100,7 +100,7 @@
     ) using parquet partitioned by (_commit_id)
   {%- endcall %}
   {%- endif %}
-  {%- if not adapter.lakerank_table_exists(tables.snapshots) %}
+  {%- if not info[tables.snapshots.identifier]['exists'] %}
   {% call statement('pk_create_snapshots') -%}
     create table if not exists {{ tables.snapshots }} (
       commit_time timestamp,
@@ -121,8 +121,8 @@
 {#- Bring the table back to its last recorded commit: finish a commit whose record was
     written, roll back one that died before, and drop log partitions of a dead attempt.
     Returns the last recorded snapshot id. -#}
-{% macro pk_recover(target, tables) -%}
-  {%- set snapshot_id = adapter.lakerank_get_property(target, 'lakerank.snapshot_id', '0') | int -%}
+{% macro pk_recover(target, tables, info) -%}
+  {%- set snapshot_id = info[target.identifier]['properties'].get('lakerank.snapshot_id', '0') | int -%}
   {%- set intent = adapter.lakerank_read_intent(target) -%}
   {%- if intent is not none -%}
     {%- if intent['commit_id'] <= snapshot_id -%}
@@ -135,7 +135,7 @@
   {%- endif -%}
   {#- A run killed after writing its logs left partitions of the commit it never recorded. -#}
   {%- for rel, col in [(tables.audit, '_commit_id'), (tables.state, '_commit_id'), (tables.snapshots, 'snapshot_id')]
-        if adapter.lakerank_partition_exists(rel, col, snapshot_id + 1) -%}
+        if info[rel.identifier]['exists'] and adapter.lakerank_partition_exists(rel, col, snapshot_id + 1) -%}
     {% call statement('pk_drop_dead_' ~ col) -%}
       alter table {{ rel }} drop if exists partition ({{ col }} = {{ snapshot_id + 1 }})
     {%- endcall %}
@@ -392,21 +392,28 @@
     changelog per `changelog-producer` (audit log). -#}
 {#- Does this commit run a full compaction (changelog-producer full-compaction), and from
     which earlier compaction does its changelog diff? -#}
-{% macro pk_compaction(target, spec, options, commit_id) -%}
+{% macro pk_compaction(spec, options, commit_id, props) -%}
   {%- set requested = var('lakerank_full_compaction', false) -%}
   {%- if requested is not boolean and requested is not none -%}
     {%- set requested = this.identifier in lakerank.as_list(requested) -%}
   {%- endif -%}
   {%- set periodic = 'full-compaction.delta-commits' in options and commit_id % spec.delta_commits == 0 -%}
-  {%- set last = adapter.lakerank_get_property(target, 'lakerank.full_compaction_id', '0') | int -%}
+  {%- set last = props.get('lakerank.full_compaction_id', '0') | int -%}
   {{ return({'full': (requested or periodic) and spec.changelog_producer == 'full-compaction', 'since': last}) }}
+{%- endmacro %}
+
+
+{#- A pk_table's (or side table's) location: from the commit's one metadata read when the
+    table existed then, else asked now (the run created it). -#}
+{% macro pk_location(relation, info) -%}
+  {{- info[relation.identifier]['location'] or adapter.lakerank_table_location(relation) -}}
 {%- endmacro %}
 
 
 {#- Write partition `column = value` of log table `relation` as a directory (the caller's
     SELECT, cast to the table's columns) and register it: one write, one metastore call. -#}
-{% macro pk_write_log_partition(relation, column, value) -%}
-  {%- set location = adapter.lakerank_table_location(relation) ~ '/' ~ column ~ '=' ~ value -%}
+{% macro pk_write_log_partition(relation, column, value, info) -%}
+  {%- set location = lakerank.pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value -%}
   {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank.write_fault()) %}
   {%- if not adapter.lakerank_add_partition(relation, column, value, location) -%}
     {% call statement('pk_register_' ~ relation.identifier) -%}
@@ -441,8 +448,8 @@
 {%- endmacro %}
 
 
-{% macro pk_write_logs(target, tables, views, layout, spec, commit_id, compaction) -%}
-  {% call lakerank.pk_write_log_partition(tables.state, '_commit_id', commit_id) -%}
+{% macro pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) -%}
+  {% call lakerank.pk_write_log_partition(tables.state, '_commit_id', commit_id, info) -%}
     select {% for c in layout.names %}{{ c }}, {% endfor %}true as _live
     from {{ views.merged }}
     where __role = 'after'
@@ -452,7 +459,7 @@
     left anti join (select * from {{ views.merged }} where __role = 'after') as after
       on {% for k in spec.primary_key %}stored.{{ k }} <=> after.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
   {%- endcall %}
-  {% call lakerank.pk_write_log_partition(tables.audit, '_commit_id', commit_id) -%}
+  {% call lakerank.pk_write_log_partition(tables.audit, '_commit_id', commit_id, info) -%}
     {{ lakerank.pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
   {%- endcall %}
 {%- endmacro %}
@@ -520,13 +527,13 @@
 {%- endmacro %}
 
 
-{% macro pk_write_snapshot(tables, views, spec, plan, commit_id, compaction) -%}
+{% macro pk_write_snapshot(tables, views, spec, plan, commit_id, info) -%}
   {%- set written = [] -%}
   {%- set superseded = [] -%}
   {%- for item in plan['replace'] -%}{%- do written.append(item[2]) -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
   {%- for item in plan['create'] -%}{%- do written.append(item[1]) -%}{%- endfor -%}
   {%- for item in plan['drop'] -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
-  {% call lakerank.pk_write_log_partition(tables.snapshots, 'snapshot_id', commit_id) -%}
+  {% call lakerank.pk_write_log_partition(tables.snapshots, 'snapshot_id', commit_id, info) -%}
     select
       current_timestamp() as commit_time,
       'APPEND' as commit_kind,
