@@ -551,12 +551,16 @@ class LakerankAdapter(SparkAdapter):
 
     @available
     def lakerank_finish_swap(self, target, plan) -> str:
-        """After the commit is recorded: delete superseded directories, then the intent."""
+        """After the commit is recorded: delete superseded directories, then the intent,
+        then every version directory no partition points into any more (a stage whose every
+        partition this commit superseded was left empty: found by scripts/soak.py)."""
         for item in plan["replace"] + plan["drop"]:
             old_loc = item[1]
             if "/_v/" in old_loc:
                 self.lakerank_delete_path(old_loc)
-        return self.lakerank_clear_intent(target)
+        self.lakerank_clear_intent(target)
+        self.lakerank_drop_dead_stages(target)
+        return ""
 
     @available
     def lakerank_drop_dead_stages(self, target) -> int:
