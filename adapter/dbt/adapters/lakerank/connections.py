@@ -113,8 +113,8 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         "spark.local.dir": os.path.join(home, "tmp"),
         "spark.lakerank.home": home,
         # DataNucleus' level-2 cache keeps the metastore's table and partition objects in
-        # this JVM between metastore transactions (Paimon vectors subset 129-135 -> 118 s,
-        # docs/benchmarks.md). Safe here: the home's Derby database is embedded, and Derby
+        # this JVM between metastore transactions (~5 % on a Paimon vectors subset, within
+        # this box's drift: docs/benchmarks.md, tenth session). Safe here: the home's Derby database is embedded, and Derby
         # boots a database in one JVM only, so no other process changes it under the cache;
         # another home (or a return to this one) gets a new DataNucleus factory and an
         # empty cache. A shared metastore server would need it off.
