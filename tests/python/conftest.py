@@ -11,11 +11,11 @@ import sys
 import pandas as pd
 import pytest
 
-# The test process keeps one JVM for ~25 minutes: full tiered compilation (C2) pays for its
-# warm-up there (Paimon vectors subset 374 -> 334 s, docs/benchmarks.md), unlike a scheduled
-# build's short-lived JVM, which keeps the adapter's C1-only default. Set before the adapter
-# is imported (it reads the flags at import).
-os.environ.setdefault("LAKERANK_JVM_FLAGS", "-XX:ReservedCodeCacheSize=384m -XX:+UseSerialGC -Xss4m")
+# The test JVMs keep the adapter's C1-only JIT (no LAKERANK_JVM_FLAGS override). C2 looked
+# faster alone on the box (vectors probe 374 -> 334 s), but its compiler threads took a third
+# of the JVM's CPU (61 of 193 CPU-s on the 11-plan probe), which the CI's two workers do not
+# have to spare: two workers on a mixed subset, C1-only 404 s against C2 457 s
+# (docs/benchmarks.md, eleventh session).
 # One shuffle partition per core for the tests' tiny data (the profile's default is 4):
 # Paimon vectors subset 172 -> 158 s side by side.
 os.environ.setdefault("LAKERANK_SHUFFLE_PARTITIONS", "2")

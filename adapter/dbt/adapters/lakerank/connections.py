@@ -32,7 +32,8 @@ logger = AdapterLogger("lakerank")
 
 # C1 only starts fast; it also shrinks the default code cache to 48 MB, which Spark's generated
 # code fills in a long build ("Out of space in CodeCache"): reserve more.
-# LAKERANK_JVM_FLAGS replaces them (e.g. a long-lived process that gains from C2: the tests).
+# LAKERANK_JVM_FLAGS replaces them (e.g. C2 for a long-lived process with cores to spare; the
+# tests keep C1: their two JVMs share two cores, docs/benchmarks.md).
 JVM_FLAGS = os.environ.get(
     "LAKERANK_JVM_FLAGS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:+UseSerialGC -Xss4m"
 )
