@@ -387,12 +387,19 @@ def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]
     lines = (
         files.select("file", F.inline(numbered))
         .where((F.col("line") == 0) | ~F.col("text").rlike(blank))
-        # VARIANT keeps JSON's own types: integer literals, exact decimals,
-        # strings, objects (from_json with STRING fields would read 1.5, "1"
-        # and 1e3 alike, and numbers through a double).
-        .withColumn("v", F.expr("try_parse_json(text)"))
     )
+    return _parse_lines(lines)
 
+
+def _parse_lines(lines):
+    """``lines`` (file, line, n_events, text; line 0 = the file's marker) parsed and checked:
+    the columns of ``_parsed_stream``."""
+    from pyspark.sql import functions as F
+
+    # VARIANT keeps JSON's own types: integer literals, exact decimals, strings, objects
+    # (from_json with STRING fields would read 1.5, "1" and 1e3 alike, and numbers through a
+    # double).
+    lines = lines.withColumn("v", F.expr("try_parse_json(text)"))
     # Three projections, each field's JSON type and text extracted once (Spark evaluates an
     # expression inside a later CASE branch again wherever it appears; separate projections
     # with non-trivial columns are not collapsed, so each value is computed once per line).
