@@ -145,6 +145,7 @@ from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
 from python_udfs.jvm import jvm_class
+from python_udfs.landed_lines import line_stream, numbered_lines
 
 __all__ = [
     "run_contract_ingest",
@@ -346,54 +347,11 @@ def _offset_log_timestamp_us(checkpoint_dir: str, batch_id: int) -> Optional[int
 # Parsing
 # --------------------------------------------------------------------------
 
-def _parsed_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]):
-    """One row per file (``kind`` 'file', ``n_events`` = its non-blank lines)
-    and one per non-blank line (``kind`` 'E' for a valid event, 'quarantined'
-    with a ``reason`` otherwise)."""
-    from pyspark.sql import functions as F
-
-    reader = (
-        spark.readStream.format("text")
-        .option("wholetext", True)
-        .option("recursiveFileLookup", True)
-        # The default maxFileAge (7 days) silently skips a file whose
-        # modification time is older than the newest seen file minus 7 days.
-        .option("maxFileAge", "365000d")
-    )
-    if max_files_per_trigger is not None:
-        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    files = reader.load(landing_dir).select(
-        F.col("_metadata.file_path").alias("file"),
-        F.split(F.col("value"), "\r\n|\r|\n").alias("lines"),
-    )
-    # Row 0 of a file is its marker (with the file's count of non-blank
-    # lines), row k its line k. Everything is computed inside the one
-    # generator expression: a column computed from the whole file next to
-    # the exploded rows would be evaluated (or copied) once per line, which
-    # is quadratic in the file's size.
-    blank = r"(?U)^\s*$"  # (?U): Unicode white space
-    numbered = F.concat(
-        F.array(F.struct(
-            F.lit(0).cast("bigint").alias("line"),
-            F.lit(None).cast("string").alias("text"),
-            F.size(F.filter("lines", lambda l: ~l.rlike(blank))).cast("bigint").alias("n_events"),
-        )),
-        F.transform("lines", lambda l, i: F.struct(
-            (i + 1).cast("bigint").alias("line"),
-            F.regexp_replace(l, "^\ufeff", "").alias("text"),  # a byte-order mark
-            F.lit(0).cast("bigint").alias("n_events"),
-        )),
-    )
-    lines = (
-        files.select("file", F.inline(numbered))
-        .where((F.col("line") == 0) | ~F.col("text").rlike(blank))
-    )
-    return _parse_lines(lines)
-
-
 def _parse_lines(lines):
-    """``lines`` (file, line, n_events, text; line 0 = the file's marker) parsed and checked:
-    the columns of ``_parsed_stream``."""
+    """``lines`` (``landed_lines.numbered_lines``: file, line, n_events, text, batch_us; line 0
+    = the file's marker) as one row per file (``kind`` 'file', ``n_events`` = its non-blank
+    lines) and one per non-blank line (``kind`` 'E' for a valid event, 'quarantined' with a
+    ``reason`` otherwise)."""
     from pyspark.sql import functions as F
 
     # VARIANT keeps JSON's own types: integer literals, exact decimals, strings, objects
@@ -405,7 +363,7 @@ def _parse_lines(lines):
     # with non-trivial columns are not collapsed, so each value is computed once per line).
     fields = ("op", "contract_id", "project_id", "sign_time", "amount", "op_ts")
     typed = lines.select(
-        "file", "line", "n_events", "text", "v",
+        "file", "line", "n_events", "text", "batch_us", "v",
         F.expr("schema_of_variant(v)").alias("t_"),
         *[F.expr(f"schema_of_variant(variant_get(v, '$.{n}'))").alias(f"t_{n}") for n in fields],
         *[F.expr(f"try_variant_get(v, '$.{n}', 'string')").alias(f"s_{n}") for n in fields],
@@ -481,6 +439,7 @@ def _parse_lines(lines):
         F.when(valid, ntz_micros(sign_time)).alias("sign_us"),
         F.when(valid, amount.cast("string")).alias("amount"),
         F.when(valid, ntz_micros(op_ts)).alias("op_ts_us"),
+        "batch_us",
     )
 
 
@@ -597,17 +556,6 @@ def _apply_events(events, state):
     return eff.unionByName(rest)
 
 
-def _output_stream(spark, landing_dir: str, max_files_per_trigger: Optional[int]):
-    """The streaming DataFrame handed to foreachBatch: the parsed lines and file markers
-    (``_parsed_stream``) with ``batch_us``. The stream itself is stateless."""
-    from pyspark.sql import functions as F
-
-    parsed = _parsed_stream(spark, landing_dir, max_files_per_trigger)
-    # In a streaming plan current_timestamp() is the batch timestamp kept in
-    # the offset log: a replayed batch gets the same value.
-    return parsed.withColumn("batch_us", F.unix_micros(F.current_timestamp()))
-
-
 # --------------------------------------------------------------------------
 # The job
 # --------------------------------------------------------------------------
@@ -638,14 +586,14 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     _mkdirs(spark, landing_dir)
     rename_relanded(landing_dir, checkpoint_dir)
 
-    output = _output_stream(spark, landing_dir, max_files_per_trigger)
+    output = line_stream(spark, landing_dir, max_files_per_trigger)
 
     stats_by_commit: Dict[int, Dict[str, int]] = {}
 
     def write_batch(batch_df, batch_id: int) -> None:
         commit_id = int(batch_id)
         kind = F.col("kind")
-        parsed = batch_df.select(
+        parsed = _parse_lines(numbered_lines(batch_df)).select(
             "kind", "file", "line", "n_events", "reason",
             F.when(kind == "quarantined", F.col("raw")).alias("raw"),
             "contract_id", "op", "project_id", "sign_us",

@@ -84,6 +84,7 @@ from python_udfs.contract_ingest import (
     _quote_name,
     landing_path,
 )
+from python_udfs.landed_lines import line_stream, numbered_lines
 
 __all__ = [
     "run_landing_ingest",
@@ -177,45 +178,14 @@ def table_ddl(fields: Sequence[Sequence[Any]]) -> str:
 # Parsing
 # --------------------------------------------------------------------------
 
-def _parsed_stream(spark, landing_dir: str, fields: List[Dict[str, Any]],
-                   max_files_per_trigger: Optional[int]):
-    """One row per file (``kind`` 'file', ``n_events`` = its non-blank lines) and one per
-    non-blank line (``kind`` 'E' for a valid event with typed ``__f_<name>`` columns,
-    'quarantined' with a ``reason`` otherwise), plus the batch timestamp ``batch_us``."""
+def _parse_lines(lines, fields: List[Dict[str, Any]]):
+    """``lines`` (``landed_lines.numbered_lines``) as one row per file (``kind`` 'file',
+    ``n_events`` = its non-blank lines) and one per non-blank line (``kind`` 'E' for a valid
+    event with typed ``__f_<name>`` columns, 'quarantined' with a ``reason`` otherwise), with
+    the batch timestamp ``batch_us``."""
     from pyspark.sql import functions as F
 
-    reader = (
-        spark.readStream.format("text")
-        .option("wholetext", True)
-        .option("recursiveFileLookup", True)
-        .option("maxFileAge", "365000d")  # the default (7 days) silently skips old files
-    )
-    if max_files_per_trigger is not None:
-        reader = reader.option("maxFilesPerTrigger", int(max_files_per_trigger))
-    files = reader.load(landing_dir).select(
-        F.col("_metadata.file_path").alias("file"),
-        F.split(F.col("value"), "\r\n|\r|\n").alias("lines"),
-    )
-    # Row 0 of a file is its marker (with its count of non-blank lines), row k its line
-    # k; computed inside one generator expression (linear in the file's size).
-    blank = r"(?U)^\s*$"
-    numbered = F.concat(
-        F.array(F.struct(
-            F.lit(0).cast("bigint").alias("line"),
-            F.lit(None).cast("string").alias("text"),
-            F.size(F.filter("lines", lambda l: ~l.rlike(blank))).cast("bigint").alias("n_events"),
-        )),
-        F.transform("lines", lambda l, i: F.struct(
-            (i + 1).cast("bigint").alias("line"),
-            F.regexp_replace(l, "^\ufeff", "").alias("text"),
-            F.lit(0).cast("bigint").alias("n_events"),
-        )),
-    )
-    lines = (
-        files.select("file", F.inline(numbered))
-        .where((F.col("line") == 0) | ~F.col("text").rlike(blank))
-        .withColumn("v", F.expr("try_parse_json(text)"))
-    )
+    lines = lines.withColumn("v", F.expr("try_parse_json(text)"))
 
     def jtype(name):  # NULL if absent, 'VOID' if JSON null
         return F.expr(f"schema_of_variant(variant_get(v, '$.{name}'))")
@@ -277,9 +247,7 @@ def _parsed_stream(spark, landing_dir: str, fields: List[Dict[str, Any]],
         "reason",
         F.when(~marker & ~valid, F.col("text")).alias("raw"),
         *[F.when(valid, values[f["name"]]).cast(_STORED_TYPE.get(f["type"], f["type"])).alias("__f_" + f["name"]) for f in fields],
-        # In a streaming plan current_timestamp() is the batch timestamp of the offset
-        # log: a replayed batch gets the same value.
-        F.unix_micros(F.current_timestamp()).alias("batch_us"),
+        "batch_us",
     )
 
 
@@ -304,12 +272,12 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
     }
     _mkdirs(spark, landing_dir)
     rename_relanded(landing_dir, checkpoint_dir)
-    output = _parsed_stream(spark, landing_dir, spec, max_files_per_trigger)
+    output = line_stream(spark, landing_dir, max_files_per_trigger)
     stats_by_commit: Dict[int, Dict[str, int]] = {}
 
-    def write_batch(batch_df, batch_id: int) -> None:
+    def write_batch(lines_df, batch_id: int) -> None:
         commit_id = int(batch_id)
-        batch_df.persist()
+        batch_df = _parse_lines(numbered_lines(lines_df), spec).persist()
         try:
             kind = F.col("kind")
             agg = batch_df.agg(
