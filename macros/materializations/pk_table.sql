@@ -55,7 +55,7 @@
   {%- if existed -%}
     {% do lakerank.check_fingerprint(target, config.get('state_fingerprint'), props) %}
     {%- set snapshot_id = lakerank.pk_recover(target, tables, info) -%}
-    {% do adapter.lakerank_drop_dead_stages(target) %}
+    {% do adapter.lakerank_drop_dead_stages(target, lakerank.pk_location(target, info)) %}
   {%- else -%}
     {%- set snapshot_id = 0 -%}
   {%- endif -%}
