@@ -193,6 +193,24 @@ def parse_ntz(text, *formats):
     return parsed[0] if len(parsed) == 1 else F.coalesce(*parsed)
 
 
+# The shapes of the contract stream's two formats (`yyyy-MM-dd HH:mm:ss`, optionally with 1-3
+# fraction digits: Spark's `.SSS` pattern reads 1-3).
+_SECONDS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+WALL_CLOCK = _SECONDS + "$"
+WALL_CLOCK_MS = _SECONDS + r"(\.[0-9]{1,3})?$"
+
+
+def parse_wall_clock(text, shape: str):
+    """``parse_ntz`` for the contract stream's fixed formats, ~4x cheaper: text of the
+    ``shape`` (WALL_CLOCK or WALL_CLOCK_MS) cast to TIMESTAMP_NTZ (the cast checks the
+    calendar: no Feb 30, no hour 24). Four pattern parses a line cost ~18 s per 1e6 lines
+    (docs/benchmarks.md, eleventh session). Same results as ``parse_ntz`` with
+    ``yyyy-MM-dd HH:mm:ss[.SSS]`` (test_contract_ingest_unit: the edge cases)."""
+    from pyspark.sql import functions as F
+
+    return F.when(text.rlike(shape), text.try_cast("timestamp_ntz"))
+
+
 def ntz_micros(col):
     """Wall-clock microseconds of a TIMESTAMP_NTZ since 1970-01-01 00:00:00 (zone-free)."""
     from pyspark.sql import functions as F
@@ -358,48 +376,62 @@ def _parse_lines(lines):
     # (from_json with STRING fields would read 1.5, "1" and 1e3 alike, and numbers through a
     # double).
     lines = lines.withColumn("v", F.expr("try_parse_json(text)"))
-    # Three projections, each field's JSON type and text extracted once (Spark evaluates an
-    # expression inside a later CASE branch again wherever it appears; separate projections
-    # with non-trivial columns are not collapsed, so each value is computed once per line).
+    # Each field's value as a sub-variant, then its JSON text (to_json), then the values: a
+    # field's JSON type is its text's first character and a string's content is the text
+    # between the quotes unless it holds an escape. schema_of_variant and casts of variants
+    # to string cost ~2.5 us a field and line, to_json ~0.5 us (docs/benchmarks.md, eleventh
+    # session); the exact cast (try_variant_get as string) is kept for escapes and for the
+    # quarantine messages, inside CASE branches that only bad lines reach. Separate
+    # projections with non-trivial columns are not collapsed, so each value is computed once
+    # per line (an expression repeated in later CASE branches would be evaluated again).
     fields = ("op", "contract_id", "project_id", "sign_time", "amount", "op_ts")
-    typed = lines.select(
-        "file", "line", "n_events", "text", "batch_us", "v",
-        F.expr("schema_of_variant(v)").alias("t_"),
-        *[F.expr(f"schema_of_variant(variant_get(v, '$.{n}'))").alias(f"t_{n}") for n in fields],
-        *[F.expr(f"try_variant_get(v, '$.{n}', 'string')").alias(f"s_{n}") for n in fields],
-    )
+    keep = ("file", "line", "n_events", "text", "batch_us", "v")
+    subs = lines.select(*keep, *[F.expr(f"variant_get(v, '$.{n}')").alias(f"x_{n}") for n in fields])
+    typed = subs.select(*keep, *[f"x_{n}" for n in fields],
+                        *[F.expr(f"to_json(x_{n})").alias(f"j_{n}") for n in fields])
 
-    def jtype(name):  # NULL if absent, 'VOID' if JSON null
-        return F.col(f"t_{name}")
+    def jtext(name):  # the value's JSON text: NULL if absent, 'null' if JSON null
+        return F.col(f"j_{name}")
 
-    def jstr(name):  # a string's content, or the JSON text of another value
-        return F.col(f"s_{name}")
+    def jstr(name):  # a string's content, or the JSON text of another value (exact, slower)
+        return F.expr(f"try_variant_get(x_{name}, '$', 'string')")
 
     def present(name):
-        return jtype(name).isNotNull() & (jtype(name) != "VOID")
+        return jtext(name).isNotNull() & (jtext(name) != "null")
 
-    def is_int(name):
-        return jtype(name).isin("TINYINT", "SMALLINT", "INT", "BIGINT")
+    def is_string(name):
+        return jtext(name).startswith('"')
 
-    def as_int(name):
-        return F.when(is_int(name), F.expr(f"variant_get(v, '$.{name}', 'bigint')"))
+    def content(name):  # a JSON string's content
+        text = jtext(name)
+        return F.when(~text.contains("\\"), F.expr(f"substring(j_{name}, 2, length(j_{name}) - 2)")) \
+            .otherwise(jstr(name))
+
+    def as_int(name):  # a JSON integer literal that fits a bigint
+        return F.when(jtext(name).rlike("^-?[0-9]+$"), F.expr(f"try_variant_get(x_{name}, '$', 'bigint')"))
 
     def shown(name):
         return F.concat(F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'"))
 
-    values = typed.select(
+    trimmed = F.regexp_replace("text", r"^\s+|\s+$", "")
+    strings = typed.select(
         "*",
-        F.regexp_replace("text", r"^\s+|\s+$", "").endswith("}").alias("closed"),
-        F.when(jtype("op") == "STRING", jstr("op")).alias("op"),
+        trimmed.startswith("{").alias("is_object"),
+        trimmed.endswith("}").alias("closed"),
+        *[F.when(is_string(n), content(n)).alias(f"c_{n}") for n in ("op", "sign_time", "op_ts")],
+        # A JSON number's text or a string's content.
+        F.when(is_string("amount"), content("amount")).otherwise(jtext("amount")).alias("c_amount"),
+    )
+    values = strings.select(
+        "*",
+        F.col("c_op").alias("op"),
         as_int("contract_id").alias("contract_id"),
         as_int("project_id").alias("project_id"),
-        F.when(jtype("sign_time") == "STRING",
-               parse_ntz(jstr("sign_time"), "yyyy-MM-dd HH:mm:ss")).alias("sign_time"),
-        F.when(jtype("op_ts") == "STRING",
-               parse_ntz(jstr("op_ts"), "yyyy-MM-dd HH:mm:ss.SSS", "yyyy-MM-dd HH:mm:ss")).alias("op_ts"),
+        parse_wall_clock(F.col("c_sign_time"), WALL_CLOCK).alias("sign_time"),
+        parse_wall_clock(F.col("c_op_ts"), WALL_CLOCK_MS).alias("op_ts"),
         # A JSON number or a string holding one; rounded half-up to 2 places
         # (Spark's cast); NULL if it does not fit decimal(18,2).
-        F.regexp_replace(jstr("amount"), r"^\s+|\s+$", "").try_cast("decimal(18,2)").alias("amount"),
+        F.regexp_replace("c_amount", r"^\s+|\s+$", "").try_cast("decimal(18,2)").alias("amount"),
     )
     op = F.col("op")
     contract_id, project_id = F.col("contract_id"), F.col("project_id")
@@ -408,7 +440,7 @@ def _parse_lines(lines):
 
     reason = (
         F.when(F.col("v").isNull(), F.lit("invalid json"))
-        .when(~F.col("t_").startswith("OBJECT"), F.lit("not a json object"))
+        .when(~F.col("is_object"), F.lit("not a json object"))
         .when(~F.col("closed"), F.lit("invalid json"))  # trailing text after the object
         .when(~present("op"), F.lit("missing op"))
         .when(op.isNull() | ~op.isin(*_ROWKINDS),

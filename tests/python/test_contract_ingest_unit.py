@@ -621,3 +621,41 @@ def test_large_file_read_in_splits_keeps_line_numbers(stream):
     assert seq == sorted(seq)
     (log,) = stream.log_rows()
     assert (log["files"], log["events_landed"], log["quarantined"]) == (1, n_events, len(quarantined))
+
+
+WALL_CLOCK_CASES = [
+    "2024-01-01 00:00:00", "2024-02-29 12:00:00", "2023-02-29 12:00:00", "2024-02-30 00:00:00",
+    "2024-04-31 10:00:00", "2024-13-01 00:00:00", "2024-01-01 24:00:00", "2024-01-01 23:60:00",
+    "2024-01-01 23:59:60", "2024-01-01 00:00:00.1", "2024-01-01 00:00:00.12", "2024-01-01 00:00:00.123",
+    "2024-01-01 00:00:00.000", "2024-01-01 00:00:00.1234", "2024-01-01 00:00:00.", "2024-1-01 00:00:00",
+    "2024-01-01 0:00:00", "2024-01-01T00:00:00", " 2024-01-01 00:00:00", "2024-01-01 00:00:00 ",
+    "2024-01-01 00:00", "2024-01-01", "+2024-01-01 00:00:00", "02024-01-01 00:00:00",
+    "0000-01-01 00:00:00", "0001-01-01 00:00:00", "1582-10-10 00:00:00", "9999-12-31 23:59:59.999",
+    "2024-03-10 02:30:00", "\uff12\uff10\uff12\uff14-01-01 00:00:00", "2024-01-01 00:00:00Z",
+    "2024-01-01 00:00:00+08:00", "", "garbage",
+]
+
+
+def test_wall_clock_fast_parse_equals_the_pattern_parse(spark):
+    """The contract ingest's cheap timestamp parse (shape check + cast) accepts and reads
+    exactly what the pattern parse (`parse_ntz`) does, in a zone with daylight saving."""
+    from pyspark.sql import functions as F
+
+    from python_udfs.contract_ingest import WALL_CLOCK, WALL_CLOCK_MS, parse_ntz, parse_wall_clock
+
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        t = F.col("t")
+        rows = spark.createDataFrame([(c,) for c in WALL_CLOCK_CASES], "t string").select(
+            "t",
+            parse_ntz(t, "yyyy-MM-dd HH:mm:ss").cast("string"),
+            parse_wall_clock(t, WALL_CLOCK).cast("string"),
+            parse_ntz(t, "yyyy-MM-dd HH:mm:ss.SSS", "yyyy-MM-dd HH:mm:ss").cast("string"),
+            parse_wall_clock(t, WALL_CLOCK_MS).cast("string"),
+        ).collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    assert len(rows) == len(WALL_CLOCK_CASES)
+    assert [(r[0], r[1], r[3]) for r in rows] == [(r[0], r[2], r[4]) for r in rows]
+    assert sum(r[1] is not None for r in rows) >= 6 and sum(r[3] is not None for r in rows) >= 11
