@@ -433,6 +433,9 @@ class LakerankAdapter(SparkAdapter):
             raise DbtRuntimeError(f"{target} staged partitions it did not declare: {stray[:5]}")
         plan = {
             "commit_id": int(commit_id),
+            # the table's location (the stage is <location>/_v/c<commit>_<run>): the sweep after
+            # the commit lists <location>/_v without asking the metastore
+            "location": stage_location.rsplit("/_v/", 1)[0] if "/_v/" in stage_location else "",
             "replace": [[t, old[t][1], new[t]] for t in touched if t in old and t in new],
             "create": [[t, new[t]] for t in touched if t in new and t not in old],
             "drop": [[t, old[t][1]] for t in touched if t in old and t not in new],
@@ -589,9 +592,7 @@ class LakerankAdapter(SparkAdapter):
         self.lakerank_clear_intent(target)
         swapped = LakerankAdapter._swapped.pop(self._listing_key(target), None)
         live = swapped[1] if swapped and swapped[0] == int(plan["commit_id"]) else None
-        staged = [n for _t, _o, n in plan["replace"]] + [n for _t, n in plan["create"]]
-        location = staged[0].split("/_v/")[0] if staged and "/_v/" in staged[0] else ""
-        self.lakerank_drop_dead_stages(target, location, live)
+        self.lakerank_drop_dead_stages(target, plan.get("location", ""), live)
         return ""
 
     @available
