@@ -123,8 +123,8 @@ next starts after the commit log records this one), and compaction only folds
 committed partitions (``< batch_id``), so a replay never finds its input state
 folded away. Each table's partition for a commit is
 written as parquet into a fresh directory ``<table>/_commit_id=<id>/<uuid>``
-and then published with one metastore call (``ADD PARTITION ... LOCATION``
-or ``PARTITION ... SET LOCATION``): readers see the old partition or the new
+and then published with one metastore call (the external catalog's
+``createPartitions`` or ``alterPartitions``: ``python_udfs.jvm.point_partition``): readers see the old partition or the new
 one, never a half-written one, and a replay replaces rather than appends.
 The timestamps ``_quarantined_at`` / ``_committed_at`` are the micro-batch's
 timestamp recorded in the checkpoint's offset log, so a replay writes
@@ -144,7 +144,7 @@ import uuid
 from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
-from python_udfs.jvm import jvm_class
+from python_udfs.jvm import external_catalog, jvm_class, partition_values, point_partition, split_table_name
 from python_udfs.landed_lines import line_stream, numbered_lines
 
 __all__ = [
@@ -256,14 +256,13 @@ def _ensure_table(spark, table: str, ddl: str) -> str:
     read (the external catalog's table entry: schema and location), not four statements."""
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    parts = [p.strip("`") for p in table.split(".")]
-    database = parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()
-    catalog = spark._jsparkSession.sharedState().externalCatalog()
-    if not catalog.tableExists(database, parts[-1]):
+    database, name = split_table_name(spark, table)
+    catalog = external_catalog(spark)
+    if not catalog.tableExists(database, name):
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {_quote_name(database)}")
         spark.sql(f"CREATE TABLE IF NOT EXISTS {_quote_name(table)} ({ddl}) USING parquet "
                   "PARTITIONED BY (_commit_id)")
-    entry = catalog.getTable(database, parts[-1])
+    entry = catalog.getTable(database, name)
     want = [(f.name, f.dataType.simpleString()) for f in _parse_datatype_string(ddl).fields]
     schema = StructType.fromJson(json.loads(entry.schema().json()))
     have = [(f.name, f.dataType.simpleString()) for f in schema.fields]
@@ -278,14 +277,7 @@ def _publish_partition(spark, table: str, location: str, commit_id: int, df) -> 
     the table's partition ``_commit_id=commit_id`` at it in one metastore call."""
     target = f"{location}/_commit_id={commit_id}/{uuid.uuid4().hex}"
     df.write.mode("errorifexists").parquet(target)
-    qname = _quote_name(table)
-    exists = spark.sql(f"SHOW PARTITIONS {qname} PARTITION (_commit_id={commit_id})").count() > 0
-    if exists:
-        spark.sql(f"ALTER TABLE {qname} PARTITION (_commit_id={commit_id}) "
-                  f"SET LOCATION {_sql_string(target)}")
-    else:
-        spark.sql(f"ALTER TABLE {qname} ADD PARTITION (_commit_id={commit_id}) "
-                  f"LOCATION {_sql_string(target)}")
+    point_partition(spark, *split_table_name(spark, table), f"_commit_id={commit_id}", target)
     return target
 
 
@@ -491,8 +483,7 @@ COMPACT_AT_PARTITIONS = 16
 
 
 def _state_partitions(spark, table: str) -> List[int]:
-    rows = spark.sql(f"SHOW PARTITIONS {_quote_name(table)}").collect()
-    return sorted(int(r[0].split("=", 1)[1]) for r in rows)
+    return sorted(int(v) for v in partition_values(spark, *split_table_name(spark, table), "_commit_id"))
 
 
 def _latest_state(spark, table: str, below: int, contracts=None):

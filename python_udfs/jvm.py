@@ -32,3 +32,75 @@ def scala_seq(spark, items):
     for item in items:
         arr.add(item)
     return jvm_class(spark, "scala.jdk.javaapi.CollectionConverters").asScala(arr).toSeq()
+
+
+def external_catalog(spark):
+    """The session's external catalog (the metastore), for calls that skip SQL parsing and
+    analysis."""
+    return spark._jsparkSession.sharedState().externalCatalog()
+
+
+def split_table_name(spark, table: str):
+    """``(database, table)`` of ``db.table`` or ``table`` (backticks allowed)."""
+    parts = [p.strip("`") for p in table.split(".")]
+    return (parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase()), parts[-1]
+
+
+def storage_at(spark, storage, location: str):
+    """``storage`` (a partition's or table's storage format) pointed at ``location``."""
+    uri = jvm_class(spark, "org.apache.hadoop.fs.Path")(location).toUri()
+    return storage.copy(jvm_class(spark, "scala.Some")(uri), storage.inputFormat(), storage.outputFormat(),
+                        storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
+
+
+def partition_spec(spark, spec_path: str):
+    """The Scala ``Map`` partition spec of ``"c=v/..."``."""
+    spec = jvm_class(spark, "scala.collection.immutable.Map$").__getattr__("MODULE$").empty()
+    for item in spec_path.split("/"):
+        key, value = item.split("=", 1)
+        spec = spec.updated(key, value)
+    return spec
+
+
+def new_partition(spark, spec_path: str, location: str, storage):
+    """A ``CatalogTablePartition`` for ``"c=v/..."`` at ``location`` (``storage``: the
+    table's storage format)."""
+    none = jvm_class(spark, "scala.Option").empty()
+    empty = jvm_class(spark, "scala.collection.immutable.Map$").__getattr__("MODULE$").empty()
+    return jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition")(
+        partition_spec(spark, spec_path), storage_at(spark, storage, location), empty,
+        jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
+
+
+def point_partition(spark, database: str, table: str, spec_path: str, location: str) -> None:
+    """Point partition ``"c=v/..."`` of ``database.table`` at ``location``: re-point it if
+    it exists, else register it; one metastore write either way (the atomic step of a
+    publish: a reader sees the old directory or the new one). What ``SHOW PARTITIONS`` plus
+    ``ALTER TABLE ... ADD PARTITION / SET LOCATION`` do, without parsing, analysing and
+    looking the table up three times."""
+    catalog = external_catalog(spark)
+    found = catalog.getPartitionOption(database, table, partition_spec(spark, spec_path))
+    if found.isDefined():
+        part = found.get()
+        none = jvm_class(spark, "scala.Option").empty()
+        moved = part.copy(part.spec(), storage_at(spark, part.storage(), location), part.parameters(),
+                          part.createTime(), part.lastAccessTime(), none)
+        catalog.alterPartitions(database, table, scala_seq(spark, [moved]))
+    else:
+        storage = catalog.getTable(database, table).storage()
+        catalog.createPartitions(database, table,
+                                 scala_seq(spark, [new_partition(spark, spec_path, location, storage)]), True)
+    spark.catalog.refreshTable(f"`{database}`.`{table}`")
+
+
+def partition_values(spark, database: str, table: str, column: str):
+    """The values (strings) of partition column ``column`` of ``database.table``'s
+    partitions, from the metastore's partition names (no SQL statement)."""
+    names = external_catalog(spark).listPartitionNames(database, table, jvm_class(spark, "scala.Option").empty())
+    out = []
+    for i in range(names.size()):
+        for item in str(names.apply(i)).split("/"):
+            key, value = item.split("=", 1)
+            if key == column:
+                out.append(value)
+    return out

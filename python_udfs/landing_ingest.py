@@ -62,8 +62,7 @@ Crash safety
 ------------
 As :mod:`python_udfs.contract_ingest`: a replayed batch has the same ``batch_id`` and
 files, the output is a function of them, and each table's partition for a commit is
-written into a fresh directory and published with one metastore call (ADD PARTITION or
-SET LOCATION), so a replay replaces rather than appends and a reader never sees half a
+written into a fresh directory and published with one metastore call (``python_udfs.jvm.point_partition``), so a replay replaces rather than appends and a reader never sees half a
 partition. ``_quarantined_at``/``_committed_at`` are the batch timestamp of the
 checkpoint's offset log (identical on a replay).
 """
@@ -84,6 +83,7 @@ from python_udfs.contract_ingest import (
     _quote_name,
     landing_path,
 )
+from python_udfs.jvm import partition_values, split_table_name
 from python_udfs.landed_lines import line_stream, numbered_lines
 
 __all__ = [
@@ -411,8 +411,8 @@ def run_commit_union(spark, *, table: str, ddl: str, sources: Sequence[Dict[str,
     props = _properties(spark, table)
     head = int(props.get("lakerank.commit_id", "-1"))
     # A partition beyond the recorded head is a dead attempt's: never read, drop it.
-    for row in spark.sql(f"SHOW PARTITIONS {qname}").collect():
-        commit = int(row[0].split("=", 1)[1])
+    for value in partition_values(spark, *split_table_name(spark, table), "_commit_id"):
+        commit = int(value)
         if commit > head:
             spark.sql(f"ALTER TABLE {qname} DROP IF EXISTS PARTITION (_commit_id = {commit})")
 

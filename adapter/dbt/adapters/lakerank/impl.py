@@ -19,7 +19,7 @@ from dbt.adapters.lakerank.connections import (
     resolve_home,
 )
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
-from python_udfs.jvm import jvm_class, scala_seq
+from python_udfs.jvm import jvm_class, new_partition, scala_seq, storage_at
 
 
 class LakerankAdapter(SparkAdapter):
@@ -493,7 +493,7 @@ class LakerankAdapter(SparkAdapter):
 
         def repointed(t, location):
             part = old[t][0]
-            return part.copy(part.spec(), self._storage_at(spark, part.storage(), location), part.parameters(),
+            return part.copy(part.spec(), storage_at(spark, part.storage(), location), part.parameters(),
                              part.createTime(), part.lastAccessTime(), none)
 
         if plan["replace"]:
@@ -502,7 +502,7 @@ class LakerankAdapter(SparkAdapter):
         if plan["create"]:
             storage = catalog.getTable(target.schema, target.identifier).storage()
             catalog.createPartitions(target.schema, target.identifier,
-                                     scala_seq(spark, (self._new_partition(spark, t, n, storage)
+                                     scala_seq(spark, (new_partition(spark, t, n, storage)
                                                        for t, n in plan["create"])), True)
         if plan["drop"]:
             catalog.dropPartitions(
@@ -518,27 +518,6 @@ class LakerankAdapter(SparkAdapter):
         LakerankAdapter._swapped[key] = (int(plan["commit_id"]), sorted(live.values()))
         return {"replaced": len(plan["replace"]), "created": len(plan["create"]), "dropped": len(plan["drop"])}
 
-    @staticmethod
-    def _new_partition(spark, spec_path: str, location: str, storage):
-        """A ``CatalogTablePartition`` for ``"c=v/..."`` at ``location`` (the table's storage
-        format)."""
-        none = jvm_class(spark, "scala.Option").empty()
-        empty = jvm_class(spark, "scala.collection.immutable.Map$").__getattr__("MODULE$").empty()
-        spec = empty
-        for item in spec_path.split("/"):
-            key, value = item.split("=", 1)
-            spec = spec.updated(key, value)
-        return jvm_class(spark, "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition")(
-            spec, LakerankAdapter._storage_at(spark, storage, location), empty,
-            jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
-
-    @staticmethod
-    def _storage_at(spark, storage, location: str):
-        """``storage`` (a partition's or table's storage format) pointed at ``location``."""
-        uri = jvm_class(spark, "org.apache.hadoop.fs.Path")(location).toUri()
-        return storage.copy(jvm_class(spark, "scala.Some")(uri), storage.inputFormat(), storage.outputFormat(),
-                            storage.serde(), storage.compressed(), storage.properties(), storage.serdeName())
-
     @available
     def lakerank_add_partition(self, relation, column: str, value, location: str) -> bool:
         """Register partition ``column = value`` of ``relation`` at ``location`` (if absent)
@@ -550,7 +529,7 @@ class LakerankAdapter(SparkAdapter):
             return False
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         storage = catalog.getTable(relation.schema, relation.identifier).storage()
-        parts = scala_seq(spark, [self._new_partition(spark, f"{column}={value}", location, storage)])
+        parts = scala_seq(spark, [new_partition(spark, f"{column}={value}", location, storage)])
         catalog.createPartitions(relation.schema, relation.identifier, parts, True)
         spark.catalog.refreshTable(f"{relation.schema}.{relation.identifier}")
         return True
