@@ -145,7 +145,7 @@ from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
 from python_udfs.jvm import external_catalog, jvm_class, partition_values, point_partition, split_table_name
-from python_udfs.landed_lines import line_stream, numbered_lines
+from python_udfs.landed_lines import line_stream, numbered_lines, whole_files
 
 __all__ = [
     "run_contract_ingest",
@@ -616,7 +616,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     def write_batch(batch_df, batch_id: int) -> None:
         commit_id = int(batch_id)
         kind = F.col("kind")
-        parsed = _parse_lines(numbered_lines(batch_df)).select(
+        parsed = _parse_lines(numbered_lines(batch_df, whole_files(spark, checkpoint_dir, commit_id))).select(
             "kind", "file", "line", "n_events", "reason",
             F.when(kind == "quarantined", F.col("raw")).alias("raw"),
             "contract_id", "op", "project_id", "sign_us",

@@ -84,7 +84,7 @@ from python_udfs.contract_ingest import (
     landing_path,
 )
 from python_udfs.jvm import partition_values, split_table_name
-from python_udfs.landed_lines import line_stream, numbered_lines
+from python_udfs.landed_lines import line_stream, numbered_lines, whole_files
 
 __all__ = [
     "run_landing_ingest",
@@ -277,7 +277,7 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
 
     def write_batch(lines_df, batch_id: int) -> None:
         commit_id = int(batch_id)
-        batch_df = _parse_lines(numbered_lines(lines_df), spec).persist()
+        batch_df = _parse_lines(numbered_lines(lines_df, whole_files(spark, checkpoint_dir, int(batch_id))), spec).persist()
         try:
             kind = F.col("kind")
             agg = batch_df.agg(

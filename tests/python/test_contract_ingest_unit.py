@@ -659,3 +659,40 @@ def test_wall_clock_fast_parse_equals_the_pattern_parse(spark):
     assert len(rows) == len(WALL_CLOCK_CASES)
     assert [(r[0], r[1], r[3]) for r in rows] == [(r[0], r[2], r[4]) for r in rows]
     assert sum(r[1] is not None for r in rows) >= 6 and sum(r[3] is not None for r in rows) >= 11
+
+
+def test_whole_file_numbering_equals_the_split_count(spark, tmp_path):
+    """The two ways `landed_lines.numbered_lines` numbers lines (a window per file when each
+    file is one split; per-split counts otherwise) give the same rows, over a byte-order
+    mark, blank and whitespace-only lines, \\r and \\r\\n endings and an empty file; and a
+    real micro-batch of small files takes the window (`whole_files`)."""
+    from pyspark.sql import functions as F
+
+    from python_udfs.landed_lines import batch_files, line_stream, numbered_lines, whole_files
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    bodies = ["\ufeff{\"a\": 1}\n\n  \n{\"a\": 2}\r\n{\"a\": 3}\r", "", "\n\n\n", "x\ny", "\ufeff\n{}"]
+    for i, body in enumerate(bodies):
+        with open(landing / f"f{i}.jsonl", "w", encoding="utf-8", newline="") as fh:
+            fh.write(body)
+    df = spark.read.format("text").load(str(landing)).select(
+        F.col("_metadata.file_path").alias("file"), F.col("_metadata.file_block_start").alias("block"),
+        F.col("value").alias("text"), F.lit(7).cast("bigint").alias("batch_us"))
+    window = sorted(map(tuple, numbered_lines(df, one_split_each=True).collect()), key=repr)
+    counted = sorted(map(tuple, numbered_lines(df).collect()), key=repr)
+    assert window == counted
+    assert len([r for r in window if r[1] == 0]) == 4  # a marker per file with a byte
+    assert sorted((os.path.basename(r[0]), r[1]) for r in window if r[1] and r[0].endswith("f0.jsonl")) == [
+        ("f0.jsonl", 1), ("f0.jsonl", 4), ("f0.jsonl", 5)]
+
+    checkpoint = str(tmp_path / "checkpoint")
+    seen = {}
+    query = (line_stream(spark, str(landing), None).writeStream
+             .foreachBatch(lambda d, b: seen.update({b: (batch_files(spark, checkpoint, b),
+                                                         whole_files(spark, checkpoint, b))}))
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    query.awaitTermination()
+    ((files, whole),) = seen.values()
+    assert sorted(os.path.basename(f) for f in files) == [f"f{i}.jsonl" for i in range(len(bodies))]
+    assert whole
