@@ -511,10 +511,69 @@ def _compact_state(spark, table: str, location: str, below: int) -> None:
     if len(older) < COMPACT_AT_PARTITIONS:
         return
     head = older[-1]
-    merged = _latest_state(spark, table, head + 1).repartition(1).sortWithinPartitions("contract_id")
+    merged = sorted_files(_latest_state(spark, table, head + 1), ["contract_id"], _ROWS_PER_FILE + 1)
     _publish_partition(spark, table, location, head, merged)
     specs = ", ".join(f"PARTITION (_commit_id={c})" for c in older[:-1])
     spark.sql(f"ALTER TABLE {_quote_name(table)} DROP IF EXISTS {specs}")
+
+
+# A commit's output of up to this many rows is one file, sorted; a larger one is range
+# partitioned into files of about this many rows, written in parallel (a bulk load).
+_ROWS_PER_FILE = 1_000_000
+
+
+def _file_count(spark, rows: int) -> int:
+    if rows <= _ROWS_PER_FILE:
+        return 1
+    return max(spark.sparkContext.defaultParallelism, -(-rows // _ROWS_PER_FILE))
+
+
+def sorted_files(df, order: List[str], rows: int):
+    """``df`` as the files of one commit, each sorted by ``order``: one file up to
+    ``_ROWS_PER_FILE`` rows (``rows`` is the expected count), else ranges of ``order``
+    written in parallel."""
+    n = _file_count(df.sparkSession, rows)
+    if n == 1:
+        return df.repartition(1).sortWithinPartitions(*order)
+    return df.repartitionByRange(n, *order).sortWithinPartitions(*order)
+
+
+def numbered_in_order(df, order: List[str], rows: int, name: str, held: List):
+    """``df`` with ``name`` = 1..N in ``order`` (unique per row), as sorted files
+    (``sorted_files``). Up to ``_ROWS_PER_FILE`` rows: ``row_number`` over one partition.
+    More: the rows are range partitioned and sorted in parallel (persisted, so the numbering
+    and the write see the same partitions), each partition's row count is collected, and a
+    row's number is the rows of earlier ranges plus its position in its own range
+    (zipWithIndex's method; a global ``row_number`` would sort every row in one task). The
+    persisted frame is appended to ``held``: the caller unpersists it after the write."""
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    spark = df.sparkSession
+    n = _file_count(spark, rows)
+    if n == 1:
+        return (df.withColumn(name, F.row_number().over(Window.orderBy(*order)).cast("bigint"))
+                .repartition(1).sortWithinPartitions(name))
+    ranged = (
+        df.repartitionByRange(n, *order).sortWithinPartitions(*order)
+        .withColumn("__part", F.spark_partition_id())
+        .withColumn("__pos", F.monotonically_increasing_id())
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    held.append(ranged)
+    counts = sorted(ranged.groupBy("__part").agg(F.min("__pos").alias("first"), F.count(F.lit(1)).alias("n"))
+                    .collect())
+    offsets, before = [], 0
+    for r in counts:
+        offsets.append((r["__part"], r["first"], before))
+        before += r["n"]
+    split = spark.createDataFrame(offsets, "__part int, __first bigint, __before bigint")
+    return (
+        ranged.join(F.broadcast(split), "__part")
+        .withColumn(name, (F.col("__before") + F.col("__pos") - F.col("__first") + 1).cast("bigint"))
+        .drop("__part", "__pos", "__first", "__before")
+    )
 
 
 def _apply_events(events, state):
@@ -594,7 +653,6 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     if missing (an empty stream). Each micro-batch is one commit ``_commit_id`` (the
     streaming batch id). See the module doc.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     state_table = state_table or f"{changelog_table}_state"
@@ -623,6 +681,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
             F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "batch_us",
         ).persist()
         out = None
+        held: List = []  # frames persisted for one write, unpersisted at the end
         try:
             agg = parsed.agg(
                 F.count(F.when(kind == "file", 1)).alias("files"),
@@ -685,23 +744,21 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
             _publish_partition(spark, ingest_log_table, locations["ingest_log"], commit_id, log)
 
             if stats["changes"]:
-                order = Window.orderBy("op_ts_us", "file", "line", "n")
-                changelog = (
+                changes = (
                     out.where(F.size("changes") > 0)
                     .select("contract_id", "op_ts_us", "file", "line", F.inline("changes"))
-                    .select(
+                )
+                changelog = numbered_in_order(
+                    changes, ["op_ts_us", "file", "line", "n"], stats["changes"], "_seq", held).select(
                         F.col("rowkind"),
                         F.col("project_id"),
                         F.col("contract_id"),
                         ntz_from_micros(F.col("sign_us")).alias("sign_time"),
                         F.col("amount"),
                         ntz_from_micros(F.col("op_ts_us")).alias("op_ts"),
-                        F.row_number().over(order).cast("bigint").alias("_seq"),
+                        F.col("_seq"),
                         F.col("file").alias("_source_file"),
                         F.col("line").alias("_source_line"),
-                    )
-                    .repartition(1)
-                    .sortWithinPartitions("_seq")
                 )
                 _publish_partition(spark, changelog_table, locations["changelog"], commit_id, changelog)
 
@@ -713,12 +770,13 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                         "contract_id", "op_ts_us", "file", "line", live.alias("live"),
                         *[F.when(live, F.col(c)).alias(c) for c in ("project_id", "sign_us", "amount")],
                     )
-                    .repartition(1)
-                    .sortWithinPartitions("contract_id")
                 )
+                delta = sorted_files(delta, ["contract_id"], stats["applied"] + stats["noop"])
                 _publish_partition(spark, state_table, locations["state"], commit_id, delta)
             stats_by_commit[commit_id] = stats
         finally:
+            for frame in held:
+                frame.unpersist()
             if out is not None:
                 out.unpersist()
             parsed.unpersist()

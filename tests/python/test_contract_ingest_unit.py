@@ -7,6 +7,7 @@ warehouse and Derby metastore live in a temporary folder.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import random
@@ -451,11 +452,17 @@ def reference_fold(batches):
     return out
 
 
-def test_set_based_state_matches_the_per_contract_fold(stream):
+def test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch):
     """Random batches over a few contracts (many events per contract and batch, op_ts ties
     within and across files, deletes of unknown contracts, re-inserts, identical images,
-    late events) give the reference fold's changelog rows and counts, commit by commit."""
+    late events) give the reference fold's changelog rows and counts, commit by commit.
+    A commit's output of more than `_ROWS_PER_FILE` rows (7 here; a million in production)
+    takes the bulk path: ranges numbered and written in parallel, several files."""
     import random
+
+    import python_udfs.contract_ingest as ci
+
+    monkeypatch.setattr(ci, "_ROWS_PER_FILE", 7)
 
     rng = random.Random(11)
     times = [f"2024-03-05 10:00:0{s}.{ms:03d}" for s in range(4) for ms in (0, 500)]
@@ -506,6 +513,12 @@ def test_set_based_state_matches_the_per_contract_fold(stream):
     # The state table holds one row per contract and commit that changed it.
     state = stream.spark.table(stream.changelog + "_state")
     assert state.count() == state.select("contract_id", "_commit_id").distinct().count()
+    # A commit of at most 7 changes is one file; a larger one is several (the bulk path).
+    files = {r[0]: r[1] for r in stream.spark.sql(
+        f"select _commit_id, count(distinct input_file_name()) from {stream.changelog} group by 1").collect()}
+    changes = collections.Counter(r[0] for r in got)
+    assert all((files[c] == 1) == (n <= 7) for c, n in changes.items()), (changes, files)
+    assert any(n > 7 for n in changes.values()), changes
 
 
 def test_bad_bytes_odd_lines_and_file_lifecycle(stream):
