@@ -515,7 +515,7 @@ def test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch):
     assert state.count() == state.select("contract_id", "_commit_id").distinct().count()
     # A commit of at most 7 changes is one file; a larger one is several (the bulk path).
     files = {r[0]: r[1] for r in stream.spark.sql(
-        f"select _commit_id, count(distinct input_file_name()) from {stream.changelog} group by 1").collect()}
+        f"select _commit_id, count(distinct _metadata.file_path) from {stream.changelog} group by 1").collect()}
     changes = collections.Counter(r[0] for r in got)
     assert all((files[c] == 1) == (n <= 7) for c, n in changes.items()), (changes, files)
     assert any(n > 7 for n in changes.values()), changes
