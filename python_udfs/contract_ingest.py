@@ -511,26 +511,29 @@ def _compact_state(spark, table: str, location: str, below: int) -> None:
     if len(older) < COMPACT_AT_PARTITIONS:
         return
     head = older[-1]
-    merged = sorted_files(_latest_state(spark, table, head + 1), ["contract_id"], _ROWS_PER_FILE + 1)
+    # One sorted file, whatever the size (its row count is not known without another pass).
+    merged = _latest_state(spark, table, head + 1).repartition(1).sortWithinPartitions("contract_id")
     _publish_partition(spark, table, location, head, merged)
     specs = ", ".join(f"PARTITION (_commit_id={c})" for c in older[:-1])
     spark.sql(f"ALTER TABLE {_quote_name(table)} DROP IF EXISTS {specs}")
 
 
-# A commit's output of up to this many rows is one file, sorted; a larger one is range
-# partitioned into files of about this many rows, written in parallel (a bulk load).
+# A commit's output of up to _ONE_FILE_MAX rows is one file, sorted in one task; a larger one
+# (a bulk load) is range partitioned into at least one file per core and at most about
+# _ROWS_PER_FILE rows a file, sorted and written in parallel.
+_ONE_FILE_MAX = 200_000
 _ROWS_PER_FILE = 1_000_000
 
 
 def _file_count(spark, rows: int) -> int:
-    if rows <= _ROWS_PER_FILE:
+    if rows <= _ONE_FILE_MAX:
         return 1
     return max(spark.sparkContext.defaultParallelism, -(-rows // _ROWS_PER_FILE))
 
 
 def sorted_files(df, order: List[str], rows: int):
     """``df`` as the files of one commit, each sorted by ``order``: one file up to
-    ``_ROWS_PER_FILE`` rows (``rows`` is the expected count), else ranges of ``order``
+    ``_ONE_FILE_MAX`` rows (``rows`` is the expected count), else ranges of ``order``
     written in parallel."""
     n = _file_count(df.sparkSession, rows)
     if n == 1:
@@ -540,7 +543,7 @@ def sorted_files(df, order: List[str], rows: int):
 
 def numbered_in_order(df, order: List[str], rows: int, name: str, held: List):
     """``df`` with ``name`` = 1..N in ``order`` (unique per row), as sorted files
-    (``sorted_files``). Up to ``_ROWS_PER_FILE`` rows: ``row_number`` over one partition.
+    (``sorted_files``). Up to ``_ONE_FILE_MAX`` rows: ``row_number`` over one partition.
     More: the rows are range partitioned and sorted in parallel (persisted, so the numbering
     and the write see the same partitions), each partition's row count is collected, and a
     row's number is the rows of earlier ranges plus its position in its own range

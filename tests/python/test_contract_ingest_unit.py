@@ -456,13 +456,13 @@ def test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch):
     """Random batches over a few contracts (many events per contract and batch, op_ts ties
     within and across files, deletes of unknown contracts, re-inserts, identical images,
     late events) give the reference fold's changelog rows and counts, commit by commit.
-    A commit's output of more than `_ROWS_PER_FILE` rows (7 here; a million in production)
+    A commit's output of more than `_ONE_FILE_MAX` rows (7 here; 200,000 in production)
     takes the bulk path: ranges numbered and written in parallel, several files."""
     import random
 
     import python_udfs.contract_ingest as ci
 
-    monkeypatch.setattr(ci, "_ROWS_PER_FILE", 7)
+    monkeypatch.setattr(ci, "_ONE_FILE_MAX", 7)
 
     rng = random.Random(11)
     times = [f"2024-03-05 10:00:0{s}.{ms:03d}" for s in range(4) for ms in (0, 500)]
