@@ -124,8 +124,9 @@ committed partitions (``< batch_id``), so a replay never finds its input state
 folded away. Each table's partition for a commit is
 written as parquet into a fresh directory ``<table>/_commit_id=<id>/<uuid>``
 and then published with one metastore call (the external catalog's
-``createPartitions`` or ``alterPartitions``: ``python_udfs.jvm.point_partition``): readers see the old partition or the new
-one, never a half-written one, and a replay replaces rather than appends.
+``createPartitions`` or ``alterPartitions``: ``python_udfs.jvm.point_partition``):
+readers see the old partition or the new one, never a half-written one, and a
+replay replaces rather than appends.
 The timestamps ``_quarantined_at`` / ``_committed_at`` are the micro-batch's
 timestamp recorded in the checkpoint's offset log, so a replay writes
 identical rows. A replay leaves the directory written by the killed attempt
@@ -244,10 +245,6 @@ def landing_path(home: str, stream: str = "contracts") -> str:
 
 def _quote_name(name: str) -> str:
     return ".".join("`" + part.strip("`").replace("`", "``") + "`" for part in name.split("."))
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _ensure_table(spark, table: str, ddl: str) -> str:

@@ -72,6 +72,14 @@ def new_partition(spark, spec_path: str, location: str, storage):
         jvm_class(spark, "java.lang.System").currentTimeMillis(), -1, none)
 
 
+def moved_partition(spark, part, location: str):
+    """The ``CatalogTablePartition`` ``part`` pointed at ``location`` (spec, parameters and
+    times kept)."""
+    none = jvm_class(spark, "scala.Option").empty()
+    return part.copy(part.spec(), storage_at(spark, part.storage(), location), part.parameters(),
+                     part.createTime(), part.lastAccessTime(), none)
+
+
 def point_partition(spark, database: str, table: str, spec_path: str, location: str) -> None:
     """Point partition ``"c=v/..."`` of ``database.table`` at ``location``: re-point it if
     it exists, else register it; one metastore write either way (the atomic step of a
@@ -81,11 +89,7 @@ def point_partition(spark, database: str, table: str, spec_path: str, location: 
     catalog = external_catalog(spark)
     found = catalog.getPartitionOption(database, table, partition_spec(spark, spec_path))
     if found.isDefined():
-        part = found.get()
-        none = jvm_class(spark, "scala.Option").empty()
-        moved = part.copy(part.spec(), storage_at(spark, part.storage(), location), part.parameters(),
-                          part.createTime(), part.lastAccessTime(), none)
-        catalog.alterPartitions(database, table, scala_seq(spark, [moved]))
+        catalog.alterPartitions(database, table, scala_seq(spark, [moved_partition(spark, found.get(), location)]))
     else:
         storage = catalog.getTable(database, table).storage()
         catalog.createPartitions(database, table,

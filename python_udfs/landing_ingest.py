@@ -62,8 +62,9 @@ Crash safety
 ------------
 As :mod:`python_udfs.contract_ingest`: a replayed batch has the same ``batch_id`` and
 files, the output is a function of them, and each table's partition for a commit is
-written into a fresh directory and published with one metastore call (``python_udfs.jvm.point_partition``), so a replay replaces rather than appends and a reader never sees half a
-partition. ``_quarantined_at``/``_committed_at`` are the batch timestamp of the
+written into a fresh directory and published with one metastore call
+(``python_udfs.jvm.point_partition``), so a replay replaces rather than appends and a
+reader never sees half a partition. ``_quarantined_at``/``_committed_at`` are the batch timestamp of the
 checkpoint's offset log (identical on a replay).
 """
 

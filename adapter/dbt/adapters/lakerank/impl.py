@@ -19,7 +19,7 @@ from dbt.adapters.lakerank.connections import (
     resolve_home,
 )
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
-from python_udfs.jvm import jvm_class, new_partition, scala_seq, storage_at
+from python_udfs.jvm import jvm_class, moved_partition, new_partition, scala_seq
 
 
 class LakerankAdapter(SparkAdapter):
@@ -489,12 +489,9 @@ class LakerankAdapter(SparkAdapter):
         key = self._listing_key(target)
         old = self._listing(target)
         LakerankAdapter._listings.pop(key, None)
-        none = jvm_class(spark, "scala.Option").empty()
 
         def repointed(t, location):
-            part = old[t][0]
-            return part.copy(part.spec(), storage_at(spark, part.storage(), location), part.parameters(),
-                             part.createTime(), part.lastAccessTime(), none)
+            return moved_partition(spark, old[t][0], location)
 
         if plan["replace"]:
             catalog.alterPartitions(target.schema, target.identifier,
