@@ -145,7 +145,9 @@ import uuid
 from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
-from python_udfs.jvm import external_catalog, jvm_class, partition_values, point_partition, split_table_name
+from python_udfs.jvm import (
+    external_catalog, jvm_class, kept, partition_values, point_partition, release, split_table_name,
+)
 from python_udfs.landed_lines import line_stream, numbered_lines, whole_files
 
 __all__ = [
@@ -541,12 +543,11 @@ def sorted_files(df, order: List[str], rows: int):
 def numbered_in_order(df, order: List[str], rows: int, name: str, held: List):
     """``df`` with ``name`` = 1..N in ``order`` (unique per row), as sorted files
     (``sorted_files``). Up to ``_ONE_FILE_MAX`` rows: ``row_number`` over one partition.
-    More: the rows are range partitioned and sorted in parallel (persisted, so the numbering
+    More: the rows are range partitioned and sorted in parallel (kept, so the numbering
     and the write see the same partitions), each partition's row count is collected, and a
     row's number is the rows of earlier ranges plus its position in its own range
     (zipWithIndex's method; a global ``row_number`` would sort every row in one task). The
-    persisted frame is appended to ``held``: the caller unpersists it after the write."""
-    from pyspark import StorageLevel
+    kept frame is appended to ``held``: the caller releases it after the write."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -555,11 +556,10 @@ def numbered_in_order(df, order: List[str], rows: int, name: str, held: List):
     if n == 1:
         return (df.withColumn(name, F.row_number().over(Window.orderBy(*order)).cast("bigint"))
                 .repartition(1).sortWithinPartitions(name))
-    ranged = (
+    ranged = kept(
         df.repartitionByRange(n, *order).sortWithinPartitions(*order)
         .withColumn("__part", F.spark_partition_id())
         .withColumn("__pos", F.monotonically_increasing_id())
-        .persist(StorageLevel.MEMORY_AND_DISK)
     )
     held.append(ranged)
     counts = sorted(ranged.groupBy("__part").agg(F.min("__pos").alias("first"), F.count(F.lit(1)).alias("n"))
@@ -674,14 +674,14 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     def write_batch(batch_df, batch_id: int) -> None:
         commit_id = int(batch_id)
         kind = F.col("kind")
-        parsed = _parse_lines(numbered_lines(batch_df, whole_files(spark, checkpoint_dir, commit_id))).select(
+        parsed = kept(_parse_lines(numbered_lines(batch_df, whole_files(spark, checkpoint_dir, commit_id))).select(
             "kind", "file", "line", "n_events", "reason",
             F.when(kind == "quarantined", F.col("raw")).alias("raw"),
             "contract_id", "op", "project_id", "sign_us",
             F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "batch_us",
-        ).persist()
+        ))
         out = None
-        held: List = []  # frames persisted for one write, unpersisted at the end
+        held: List = []  # frames kept for one write, released at the end
         try:
             agg = parsed.agg(
                 F.count(F.when(kind == "file", 1)).alias("files"),
@@ -700,7 +700,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                     "contract_id", "op", "op_ts_us", "file", "line", "project_id", "sign_us", "amount")
                 state = _latest_state(spark, state_table, commit_id,
                                       events.select("contract_id").distinct())
-                out = _apply_events(events, state).persist()
+                out = kept(_apply_events(events, state))
                 counts = out.agg(
                     *[F.count(F.when(F.col("outcome") == o, 1)).alias(o)
                       for o in _OUTCOMES if o != "quarantined"],
@@ -775,11 +775,9 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                 _publish_partition(spark, state_table, locations["state"], commit_id, delta)
             stats_by_commit[commit_id] = stats
         finally:
-            for frame in held:
-                frame.unpersist()
-            if out is not None:
-                out.unpersist()
-            parsed.unpersist()
+            for frame in [*held, out, parsed]:
+                if frame is not None:
+                    release(frame)
 
     _mkdirs(spark, checkpoint_dir)
     query = (

@@ -84,7 +84,7 @@ from python_udfs.contract_ingest import (
     _quote_name,
     landing_path,
 )
-from python_udfs.jvm import partition_values, split_table_name
+from python_udfs.jvm import kept, partition_values, release, split_table_name
 from python_udfs.landed_lines import line_stream, numbered_lines, whole_files
 
 __all__ = [
@@ -278,7 +278,7 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
 
     def write_batch(lines_df, batch_id: int) -> None:
         commit_id = int(batch_id)
-        batch_df = _parse_lines(numbered_lines(lines_df, whole_files(spark, checkpoint_dir, int(batch_id))), spec).persist()
+        batch_df = kept(_parse_lines(numbered_lines(lines_df, whole_files(spark, checkpoint_dir, int(batch_id))), spec))
         try:
             kind = F.col("kind")
             agg = batch_df.agg(
@@ -336,7 +336,7 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
                 _publish_partition(spark, table, locations["table"], commit_id, rows)
             stats_by_commit[commit_id] = stats
         finally:
-            batch_df.unpersist()
+            release(batch_df)
 
     _mkdirs(spark, checkpoint_dir)
     query = (
