@@ -148,7 +148,7 @@ from urllib.parse import unquote, urlparse
 from python_udfs.jvm import (
     external_catalog, jvm_class, kept, partition_values, point_partition, release, split_table_name,
 )
-from python_udfs.landed_lines import line_stream, numbered_lines, whole_files
+from python_udfs.landed_lines import line_stream, numbered_lines, trim_space, whole_files
 
 __all__ = [
     "run_contract_ingest",
@@ -404,7 +404,7 @@ def _parse_lines(lines):
     def shown(name):
         return F.concat(F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'"))
 
-    trimmed = F.regexp_replace("text", r"^\s+|\s+$", "")
+    trimmed = trim_space(F.col("text"))
     strings = typed.select(
         "*",
         trimmed.startswith("{").alias("is_object"),
@@ -422,7 +422,7 @@ def _parse_lines(lines):
         parse_wall_clock(F.col("c_op_ts"), WALL_CLOCK_MS).alias("op_ts"),
         # A JSON number or a string holding one; rounded half-up to 2 places
         # (Spark's cast); NULL if it does not fit decimal(18,2).
-        F.regexp_replace("c_amount", r"^\s+|\s+$", "").try_cast("decimal(18,2)").alias("amount"),
+        trim_space(F.col("c_amount")).try_cast("decimal(18,2)").alias("amount"),
     )
     op = F.col("op")
     contract_id, project_id = F.col("contract_id"), F.col("project_id")

@@ -85,7 +85,7 @@ from python_udfs.contract_ingest import (
     landing_path,
 )
 from python_udfs.jvm import kept, partition_values, release, split_table_name
-from python_udfs.landed_lines import line_stream, numbered_lines, whole_files
+from python_udfs.landed_lines import line_stream, numbered_lines, trim_space, whole_files
 
 __all__ = [
     "run_landing_ingest",
@@ -202,7 +202,7 @@ def _parse_lines(lines, fields: List[Dict[str, Any]]):
         elif t.startswith("decimal") or t in ("double", "float"):
             number = jtype(name).startswith("DECIMAL") | jtype(name).isin(
                 "TINYINT", "SMALLINT", "INT", "BIGINT", "DOUBLE", "FLOAT", "STRING")
-            value = F.when(number, F.regexp_replace(jstr(name), r"^\s+|\s+$", "").try_cast(t))
+            value = F.when(number, trim_space(jstr(name)).try_cast(t))
             if t in ("double", "float"):  # a string such as 'NaN' or 'Infinity' is not a number here
                 value = F.when(~F.isnan(value) & (F.abs(value) != F.lit(float("inf"))), value)
         elif t == "string":
@@ -222,7 +222,7 @@ def _parse_lines(lines, fields: List[Dict[str, Any]]):
     def present(name):
         return jtype(name).isNotNull() & (jtype(name) != "VOID")
 
-    trimmed = F.regexp_replace("text", r"^\s+|\s+$", "")
+    trimmed = trim_space(F.col("text"))
     reason = (
         F.when(F.col("v").isNull(), F.lit("invalid json"))
         .when(~F.expr("schema_of_variant(v)").startswith("OBJECT"), F.lit("not a json object"))

@@ -709,3 +709,36 @@ def test_whole_file_numbering_equals_the_split_count(spark, tmp_path):
     ((files, whole),) = seen.values()
     assert sorted(os.path.basename(f) for f in files) == [f"f{i}.jsonl" for i in range(len(bodies))]
     assert whole
+
+
+_TEXT_CHARS = " \t\n\x0b\x0c\r\x1c\x85\xa0\u2003\u2028\u2029\u3000\ufeff{}\"a1.5"
+
+
+def test_cheap_text_helpers_equal_their_regexes(spark):
+    """`landed_lines.trim_space`, `is_event` and `without_bom` (character trims and a prefix
+    check) decide what the regexes they replace decided, on random texts over every kind of
+    white space Java's `\\s` and `(?U)\\s` tell apart, line terminators, a byte-order mark
+    and NULL: the same blank lines and BOM-stripped texts, and for trimmed texts the same
+    leading `{`, trailing `}` and number casts (the texts themselves are equal unless they end
+    in a line terminator, before which the regex's `$` also matched)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from pyspark.sql import functions as F
+
+    from python_udfs.landed_lines import BLANK, is_event, trim_space, without_bom
+
+    def decided(trimmed):
+        return [trimmed.startswith("{"), trimmed.endswith("}"), trimmed.try_cast("decimal(18,2)"),
+                trimmed.try_cast("double"), F.when(~trimmed.rlike("[\\n\\r\\x85\\u2028\\u2029]$"), trimmed)]
+
+    @settings(max_examples=5, deadline=None, database=None)
+    @given(st.lists(st.none() | st.text(alphabet=_TEXT_CHARS, max_size=8), min_size=1, max_size=400))
+    def check(texts):
+        t = F.col("t")
+        old = [~t.rlike(BLANK), F.regexp_replace(t, "^\ufeff", ""), *decided(F.regexp_replace(t, r"^\s+|\s+$", ""))]
+        new = [is_event(t), without_bom(t), *decided(trim_space(t))]
+        rows = spark.createDataFrame([(x,) for x in texts], "t string").select(
+            "t", F.array(*[c.cast("string") for c in old]), F.array(*[c.cast("string") for c in new])).collect()
+        assert [(r[0], r[1]) for r in rows] == [(r[0], r[2]) for r in rows]
+
+    check()
