@@ -142,7 +142,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
 from python_udfs.jvm import (
@@ -350,6 +350,41 @@ def _offset_log_timestamp_us(checkpoint_dir: str, batch_id: int) -> Optional[int
         return int(meta["batchTimestampMs"]) * 1000
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def publish_quarantine_and_log(spark, parsed, *, commit_id: int, checkpoint_dir: str, batch_us,
+                               stats: Dict[str, int], counts: Sequence[str], quarantine, ingest_log):
+    """Publish a commit's side tables, both ingests alike: the ``quarantined`` rows of
+    ``parsed`` (reason, raw line, lineage) into ``quarantine`` and one row of ``stats``'
+    ``counts`` into ``ingest_log`` (each a ``(table, location)``), stamped with the batch's
+    timestamp (``batch_us``, else the checkpoint's offset log, else now; stored as the
+    business wall clock)."""
+    import time
+
+    from pyspark.sql import functions as F
+
+    if batch_us is None:  # a batch of empty files only: no rows carry the timestamp
+        batch_us = _offset_log_timestamp_us(checkpoint_dir, commit_id)
+    if batch_us is None:
+        batch_us = int(time.time() * 1_000_000)
+    batch_ts = F.timestamp_micros(F.lit(int(batch_us))).cast("timestamp_ntz")
+    if stats["quarantined"]:
+        rows = (
+            parsed.where(F.col("kind") == "quarantined")
+            .select(
+                F.col("reason"),
+                F.col("raw").alias("raw_line"),
+                F.col("file").alias("_source_file"),
+                F.col("line").alias("_source_line"),
+                batch_ts.alias("_quarantined_at"),
+            )
+            .repartition(1)
+            .sortWithinPartitions("_source_file", "_source_line")
+        )
+        _publish_partition(spark, quarantine[0], quarantine[1], commit_id, rows)
+    log = spark.range(1).select(
+        *[F.lit(stats[n]).cast("bigint").alias(n) for n in counts], batch_ts.alias("_committed_at"))
+    _publish_partition(spark, ingest_log[0], ingest_log[1], commit_id, log)
 
 
 # --------------------------------------------------------------------------
@@ -714,34 +749,11 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                     f"contract ingest commit {commit_id}: counts do not reconcile: "
                     f"events_landed {stats['events_landed']} != " + " + ".join(
                         f"{o} {stats[o]}" for o in _OUTCOMES) + f" = {total}")
-            batch_us = agg["batch_us"]
-            if batch_us is None:  # a batch of empty files only: no rows carry the timestamp
-                batch_us = _offset_log_timestamp_us(checkpoint_dir, commit_id)
-            if batch_us is None:
-                import time
-                batch_us = int(time.time() * 1_000_000)
-            batch_ts = F.timestamp_micros(F.lit(int(batch_us))).cast("timestamp_ntz")  # business wall clock
-
-            if stats["quarantined"]:
-                quarantine = (
-                    parsed.where(kind == "quarantined")
-                    .select(
-                        F.col("reason"),
-                        F.col("raw").alias("raw_line"),
-                        F.col("file").alias("_source_file"),
-                        F.col("line").alias("_source_line"),
-                        batch_ts.alias("_quarantined_at"),
-                    )
-                    .repartition(1)
-                    .sortWithinPartitions("_source_file", "_source_line")
-                )
-                _publish_partition(spark, quarantine_table, locations["quarantine"], commit_id, quarantine)
-
-            log = spark.range(1).select(
-                *[F.lit(stats[n]).cast("bigint").alias(n) for n in ("files", "events_landed") + _OUTCOMES],
-                batch_ts.alias("_committed_at"),
-            )
-            _publish_partition(spark, ingest_log_table, locations["ingest_log"], commit_id, log)
+            publish_quarantine_and_log(
+                spark, parsed, commit_id=commit_id, checkpoint_dir=checkpoint_dir, batch_us=agg["batch_us"],
+                stats=stats, counts=("files", "events_landed") + _OUTCOMES,
+                quarantine=(quarantine_table, locations["quarantine"]),
+                ingest_log=(ingest_log_table, locations["ingest_log"]))
 
             if stats["changes"]:
                 changes = (

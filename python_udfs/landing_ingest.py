@@ -20,7 +20,8 @@ and publishes them as the next commit of its own table. See its docstring.
 Schema
 ------
 ``fields`` is a list of ``(name, spark_type, required)`` or
-``(name, spark_type, required, options)``:
+``(name, spark_type, required, options)``, or of mappings ``{name, type, required,
+formats, values}`` (how a model's YAML declares them: ``run_declared_stream``):
 
 * ``spark_type``: ``string``, ``bigint``/``long``, ``int``/``integer``, ``smallint``,
   ``tinyint``, ``decimal(p,s)``, ``double``, ``float``, ``boolean``, ``date``,
@@ -71,23 +72,23 @@ checkpoint's offset log (identical on a replay).
 from __future__ import annotations
 
 import re
-import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from python_udfs.contract_ingest import (
     _ensure_table,
     _mkdirs,
     rename_relanded,
-    _offset_log_timestamp_us,
     parse_ntz,
     _publish_partition,
     _quote_name,
     landing_path,
+    publish_quarantine_and_log,
 )
 from python_udfs.jvm import kept, partition_values, release, split_table_name
 from python_udfs.landed_lines import line_stream, numbered_lines, trim_space, whole_files
 
 __all__ = [
+    "run_declared_stream",
     "run_landing_ingest",
     "run_commit_union",
     "landing_path",
@@ -126,6 +127,8 @@ def normalise_fields(fields: Sequence[Sequence[Any]]) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
     seen = set()
     for spec in fields:
+        if isinstance(spec, Mapping):
+            spec = _field_tuple(spec)
         if len(spec) not in (3, 4):
             raise ValueError(f"field spec {spec!r}: expected (name, spark_type, required[, options])")
         name, spark_type, required = spec[0], str(spec[1]).strip().lower(), bool(spec[2])
@@ -162,6 +165,15 @@ def normalise_fields(fields: Sequence[Sequence[Any]]) -> List[Dict[str, Any]]:
     if not out:
         raise ValueError("at least one field must be declared")
     return out
+
+
+def _field_tuple(spec: Mapping[str, Any]) -> tuple:
+    """``(name, type, required, options)`` of a YAML field mapping."""
+    unknown = set(spec) - {"name", "type", "required", "formats", "values"}
+    if unknown or "name" not in spec or "type" not in spec:
+        raise ValueError(f"field {dict(spec)!r}: expected keys name, type[, required, formats, values]")
+    options = {k: spec[k] for k in ("formats", "values") if spec.get(k) is not None}
+    return spec["name"], spec["type"], bool(spec.get("required", False)), options
 
 
 # A declared `timestamp` is a wall-clock business time: stored as TIMESTAMP_NTZ so it reads
@@ -256,6 +268,29 @@ def _parse_lines(lines, fields: List[Dict[str, Any]]):
 # The job
 # --------------------------------------------------------------------------
 
+def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str:
+    """The ingest of model ``this`` (dbt's relation) for the stream its YAML declares in
+    config ``stream``: ``folder`` (under ``$LAKERANK_HOME/landing/``) and ``fields`` (a list of
+    ``{name, type, required, formats, values}``). Writes ``<model>``, ``<model>__quarantine``
+    and ``<model>__ingest_log`` in the model's schema; checkpoint
+    ``$LAKERANK_HOME/checkpoints/<model>``. A stream is a YAML entry and a three-line model
+    (``models/examples/stg_payments.py``)."""
+    if not stream or not stream.get("folder") or not stream.get("fields"):
+        raise ValueError(f"model {this.identifier}: config 'stream' must declare 'folder' and 'fields' "
+                         f"(docs/examples.md), got {stream!r}")
+    home = spark.conf.get("spark.lakerank.home")
+    name = f"{this.schema}.{this.identifier}"
+    return run_landing_ingest(
+        spark,
+        fields=stream["fields"],
+        landing_dir=landing_path(home, stream["folder"]),
+        checkpoint_dir=f"{home}/checkpoints/{this.identifier}",
+        table=name,
+        quarantine_table=f"{name}__quarantine",
+        ingest_log_table=f"{name}__ingest_log",
+    )
+
+
 def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: str,
                        checkpoint_dir: str, table: str, quarantine_table: str,
                        ingest_log_table: str, max_files_per_trigger: Optional[int] = None) -> str:
@@ -293,34 +328,11 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
                 raise RuntimeError(
                     f"landing ingest {table} commit {commit_id}: counts do not reconcile: events_landed "
                     f"{stats['events_landed']} != applied {stats['applied']} + quarantined {stats['quarantined']}")
-            batch_us = agg["batch_us"]
-            if batch_us is None:
-                batch_us = _offset_log_timestamp_us(checkpoint_dir, commit_id)
-            if batch_us is None:
-                batch_us = int(time.time() * 1_000_000)
-            batch_ts = F.timestamp_micros(F.lit(int(batch_us))).cast("timestamp_ntz")  # business wall clock
-
-            if stats["quarantined"]:
-                quarantine = (
-                    batch_df.where(kind == "quarantined")
-                    .select(
-                        F.col("reason"),
-                        F.col("raw").alias("raw_line"),
-                        F.col("file").alias("_source_file"),
-                        F.col("line").alias("_source_line"),
-                        batch_ts.alias("_quarantined_at"),
-                    )
-                    .repartition(1)
-                    .sortWithinPartitions("_source_file", "_source_line")
-                )
-                _publish_partition(spark, quarantine_table, locations["quarantine"], commit_id, quarantine)
-
-            log = spark.range(1).select(
-                *[F.lit(stats[n]).cast("bigint").alias(n)
-                  for n in ("files", "events_landed", "applied", "quarantined")],
-                batch_ts.alias("_committed_at"),
-            )
-            _publish_partition(spark, ingest_log_table, locations["ingest_log"], commit_id, log)
+            publish_quarantine_and_log(
+                spark, batch_df, commit_id=commit_id, checkpoint_dir=checkpoint_dir, batch_us=agg["batch_us"],
+                stats=stats, counts=("files", "events_landed", "applied", "quarantined"),
+                quarantine=(quarantine_table, locations["quarantine"]),
+                ingest_log=(ingest_log_table, locations["ingest_log"]))
 
             if stats["applied"]:
                 rows = (

@@ -591,3 +591,32 @@ def test_examples_match_oracle(lakerank):
     changed = (both["city"] != both["latest_city"]) | (both["designer"] != both["latest_designer"]) | (
         both["status"] != both["latest_status"])
     assert changed.any(), "no contract saw its project change after signing"
+
+
+def test_declared_stream_fields_read_as_the_tuples():
+    """A stream's fields declared in YAML (mappings) normalise exactly as the tuple form, and a
+    declaration with an unknown key or no folder is refused with a message naming it."""
+    import types
+
+    import pytest
+    import yaml
+
+    from python_udfs.landing_ingest import normalise_fields, run_declared_stream
+
+    declared = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "../../models/examples/_examples.yml")))
+    streams = {m["name"]: m["config"]["stream"] for m in declared["models"] if "stream" in m.get("config", {})}
+    assert sorted(streams) == ["stg_design_changes", "stg_payments", "stg_project_changes"]
+    assert normalise_fields(streams["stg_project_changes"]["fields"]) == normalise_fields([
+        ("project_id", "bigint", True),
+        ("op", "string", True, {"values": ["c", "u", "d"]}),
+        ("city", "string", False),
+        ("designer", "string", False),
+        ("status", "string", False),
+        ("update_time", "timestamp", True, {"formats": ["yyyy-MM-dd HH:mm:ss"]}),
+        ("op_ts", "timestamp", True),
+    ])
+    with pytest.raises(ValueError, match="expected keys name, type"):
+        normalise_fields([{"name": "a", "type": "bigint", "requird": True}])
+    this = types.SimpleNamespace(schema="lakerank", identifier="stg_x")
+    with pytest.raises(ValueError, match="stg_x: config 'stream' must declare 'folder' and 'fields'"):
+        run_declared_stream(None, this, {"fields": streams["stg_payments"]["fields"]})
