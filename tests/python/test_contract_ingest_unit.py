@@ -485,11 +485,15 @@ def test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch):
             files.append(lines)
         batches.append(files)
 
+    persistent = stream.spark.sparkContext._jsc.sc().getPersistentRDDs
+    held_before = persistent().size()
     landed = []
     for files in batches:
         paths = [stream.land(lines) for lines in files]
         landed.append(list(zip(paths, files)))
         assert stream.run().startswith(f"commit {len(landed) - 1}:")
+    # Every frame a commit kept (parsed lines, state step, bulk ranges) is released after it.
+    assert persistent().size() == held_before
     expected = reference_fold(landed)
 
     got = stream.changelog_rows()

@@ -603,7 +603,9 @@ def test_declared_stream_fields_read_as_the_tuples():
 
     from python_udfs.landing_ingest import normalise_fields, run_declared_stream
 
-    declared = yaml.safe_load(open(os.path.join(os.path.dirname(__file__), "../../models/examples/_examples.yml")))
+    examples_yml = os.path.join(os.path.dirname(__file__), "..", "..", "models", "examples", "_examples.yml")
+    with open(examples_yml, encoding="utf-8") as fh:
+        declared = yaml.safe_load(fh)
     streams = {m["name"]: m["config"]["stream"] for m in declared["models"] if "stream" in m.get("config", {})}
     assert sorted(streams) == ["stg_design_changes", "stg_payments", "stg_project_changes"]
     assert normalise_fields(streams["stg_project_changes"]["fields"]) == normalise_fields([
