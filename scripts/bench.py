@@ -111,6 +111,15 @@ class BatchMaker:
                            "sign_time": sign.strftime("%Y-%m-%d %H:%M:%S"),
                            "amount": round(self.rng.random() * 100000, 2), "op_ts": self._tick()})
 
+    def history(self, n: int) -> list[str]:
+        """n `+I` events of new contracts spread like land_history's (a fifth in the large
+        projects, sign times over the three years), as lines: small histories for tests."""
+        lines = []
+        for _ in range(n):
+            sign = HISTORY_START + timedelta(seconds=self.rng.randint(0, HISTORY_DAYS * 86400 - 1))
+            lines.append(self._line("+I", self._project(), self._new_cid(), sign))
+        return lines
+
     def batch(self, n: int) -> list[str]:
         rng, lines = self.rng, []
         self.now += timedelta(hours=6)

@@ -1,10 +1,16 @@
 """The seed-000 pipeline is exact after every incremental build, for every rank function,
 on generated CDC streams with late, duplicate, stale, updated, moved and deleted events,
-contracts at 00:00:00, ties and several segments per project per batch."""
+contracts at 00:00:00, ties and several segments per project per batch; and, beside them,
+the benchmark's own stream at a width small streams do not reach (issue F.2): a history
+spanning ~1,000 day segments and ~24,000 projects of skewed sizes, then a micro-batch that
+touches thousands of projects at once."""
 
 from __future__ import annotations
 
+import json
 import os
+import pathlib
+import sys
 
 import pytest
 
@@ -12,17 +18,41 @@ import cdc
 from checks import assert_all_exact
 from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_batch
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import bench  # noqa: E402  (scripts/bench.py: the benchmark's stream generator)
+
 RANK_FUNCTIONS = ["dense_rank", "rank", "row_number"]
+# The benchmark's stream, scaled down: 50,000 contracts over 30,000 projects (a fifth of them
+# in 100 large projects, sign times over three years), then 5,000 events (2 % late, 1 %
+# updates incl. moves, 0.5 % deletes, 1 % duplicates). Ids shifted clear of the others.
+WIDE_HISTORY, WIDE_PROJECTS, WIDE_BATCH = 50_000, 30_000, 5_000
+WIDE_PROJECT_OFFSET, WIDE_CONTRACT_OFFSET = 100_000, 20_000_000
+
+
+def wide_stream(seed: int) -> tuple[list[str], list[str]]:
+    """The benchmark generator's history and one micro-batch, ids shifted."""
+    maker = bench.BatchMaker(0, WIDE_PROJECTS, seed)
+
+    def shift(line: str) -> str:
+        obj = json.loads(line)
+        obj["contract_id"] += WIDE_CONTRACT_OFFSET
+        if "project_id" in obj:
+            obj["project_id"] += WIDE_PROJECT_OFFSET
+        return json.dumps(obj)
+
+    return [shift(x) for x in maker.history(WIDE_HISTORY)], [shift(x) for x in maker.batch(WIDE_BATCH)]
 
 
 @pytest.mark.parametrize("rank_function", RANK_FUNCTIONS)
 def test_incremental_builds_match_oracle(lakerank, rank_function):
     seed = {"dense_rank": 11, "rank": 12, "row_number": 13}[rank_function]
     batches = cdc.generate_batches(seed=seed, n_batches=4, events_per_batch=60, n_projects=6)
+    wide = dict(zip((0, 2), wide_stream(seed)))
     oracle = cdc.Oracle()
     for i, generated in enumerate(batches):
-        # Beside the generated stream, the moves of issue F.1 (test_rank_regressions.py).
-        lines = [*generated, *scenario_batch(i)]
+        # Beside the generated stream, the moves of issue F.1 (test_rank_regressions.py) and,
+        # in batches 0 and 2, the benchmark's wide stream.
+        lines = [*generated, *scenario_batch(i), *wide.get(i, [])]
         path = lakerank.land(lines)
         oracle.consume(os.path.basename(path), lines)
         # A build with its data tests: correct data never fails them (issue F.2).
