@@ -104,7 +104,7 @@ __all__ = [
     "OPS", "OUTCOMES", "QUARANTINE_REASONS", "RANK_FUNCTIONS",
     "Event", "Quarantined", "parse_line", "split_lines", "quantize_amount",
     "parse_sign_time", "parse_op_ts", "format_sign_time", "format_op_ts",
-    "segment_start", "batch_file_name", "write_batch", "write_batches",
+    "SEGMENT_SECONDS", "segment_start", "batch_file_name", "write_batch", "write_batches",
     "GeneratedLine", "generate_labeled_batches", "generate_batches", "REQUIRED_CASES",
     "Oracle",
 ]
@@ -294,7 +294,11 @@ def split_lines(content: Union[str, Sequence[str]]) -> list[str]:
 # Segments, files
 # --------------------------------------------------------------------------------------------
 
-def segment_start(ts: Any, segment_seconds: int = 86400) -> pd.Timestamp:
+#: The pipeline's segment length (a business day): segment_start's default.
+SEGMENT_SECONDS = 86400
+
+
+def segment_start(ts: Any, segment_seconds: int = SEGMENT_SECONDS) -> pd.Timestamp:
     """Floor a naive wall-clock timestamp to its segment start (epoch-second arithmetic)."""
     t = pd.Timestamp(ts)
     if t.tzinfo is not None:

@@ -7,6 +7,8 @@ from decimal import Decimal
 
 import pandas as pd
 
+from cdc import SEGMENT_SECONDS
+
 TS = "%Y-%m-%d %H:%M:%S"
 OPEN_END = "9999-12-31 23:59:59"
 RANK_COLS = ["project_id", "contract_id", "sign_time", "segment_start", "mem_rn", "base_max_rn", "asc_rn", "amount"]
@@ -52,8 +54,8 @@ def assert_fct_exact(lr, oracle, rank_function: str) -> pd.DataFrame:
         )
     # internal consistency of the seed's decomposition
     assert (fct["asc_rn"] == fct["mem_rn"] + fct["base_max_rn"]).all()
-    # oracle.segment_start (a floor to 86,400 s since the epoch), for every row at once
-    seg = pd.to_datetime(fct["sign_time"]).dt.floor(pd.Timedelta(seconds=86400)).dt.strftime(TS)
+    # cdc.segment_start (a floor to SEGMENT_SECONDS since the epoch), for every row at once
+    seg = pd.to_datetime(fct["sign_time"]).dt.floor(pd.Timedelta(seconds=SEGMENT_SECONDS)).dt.strftime(TS)
     assert (seg == fct["segment_start"]).all(), "segment_start is not the floor of sign_time"
     assert (fct["mem_rn"] >= 1).all() and (fct["base_max_rn"] >= 0).all()
     return fct

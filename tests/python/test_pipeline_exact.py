@@ -7,7 +7,6 @@ touches thousands of projects at once."""
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 import cdc
 from checks import assert_all_exact
-from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_batch
+from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_batch, shifted
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 import bench  # noqa: E402  (scripts/bench.py: the benchmark's stream generator)
@@ -32,15 +31,9 @@ WIDE_PROJECT_OFFSET, WIDE_CONTRACT_OFFSET = 100_000, 20_000_000
 def wide_stream(seed: int) -> tuple[list[str], list[str]]:
     """The benchmark generator's history and one micro-batch, ids shifted."""
     maker = bench.BatchMaker(0, WIDE_PROJECTS, seed)
-
-    def shift(line: str) -> str:
-        obj = json.loads(line)
-        obj["contract_id"] += WIDE_CONTRACT_OFFSET
-        if "project_id" in obj:
-            obj["project_id"] += WIDE_PROJECT_OFFSET
-        return json.dumps(obj)
-
-    return [shift(x) for x in maker.history(WIDE_HISTORY)], [shift(x) for x in maker.batch(WIDE_BATCH)]
+    history, batch = maker.history(WIDE_HISTORY), maker.batch(WIDE_BATCH)
+    return ([shifted(x, WIDE_PROJECT_OFFSET, WIDE_CONTRACT_OFFSET) for x in history],
+            [shifted(x, WIDE_PROJECT_OFFSET, WIDE_CONTRACT_OFFSET) for x in batch])
 
 
 @pytest.mark.parametrize("rank_function", RANK_FUNCTIONS)

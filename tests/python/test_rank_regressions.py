@@ -78,10 +78,12 @@ PROJECT_OFFSET = 1_000
 CONTRACT_OFFSET = 10_000_000
 
 
-def shifted(line: str) -> str:
+def shifted(line: str, project_offset: int = PROJECT_OFFSET, contract_offset: int = CONTRACT_OFFSET) -> str:
+    """An event line with its ids moved by the offsets (a delete may carry no project)."""
     obj = json.loads(line)
-    obj["contract_id"] += CONTRACT_OFFSET
-    obj["project_id"] += PROJECT_OFFSET
+    obj["contract_id"] += contract_offset
+    if "project_id" in obj:
+        obj["project_id"] += project_offset
     return json.dumps(obj)
 
 
