@@ -22,9 +22,8 @@ from conftest import PIPELINE_ONLY, ROOT, Lakerank
 DBT = shutil.which("dbt")
 
 
-def dbt_subprocess(home, kill_after_marker: str | None = None, delay: float = 0.0, timeout: float = 600,
-                   command: str = "run"):
-    """Run `dbt <command>` (default `run`) in its own process group; optionally SIGKILL the
+def dbt_subprocess(home, kill_after_marker: str | None = None, delay: float = 0.0, timeout: float = 600):
+    """Run `dbt run` in its own process group; optionally SIGKILL the
     group `delay` seconds after a line containing `kill_after_marker` appears. Returns
     (killed, returncode, output)."""
     env = {**os.environ, "LAKERANK_HOME": str(home)}
@@ -34,7 +33,7 @@ def dbt_subprocess(home, kill_after_marker: str | None = None, delay: float = 0.
     # and two dbt processes must not write one manifest / partial-parse file.
     env["DBT_TARGET_PATH"] = os.environ.get("DBT_TARGET_PATH", "target") + "-subprocess"
     proc = subprocess.Popen(
-        [DBT, command, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), *PIPELINE_ONLY],
+        [DBT, "run", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), *PIPELINE_ONLY],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )
@@ -105,11 +104,10 @@ def test_sigkill_at_any_stage_then_rerun_is_exact(lakerank, runner, tmp_path):
         for marker, delay in kills:
             killed, rc, out = dbt_subprocess(home, marker, delay + rng.random())
             assert killed or rc == 0, out[-3000:]
-    killed, rc, out = dbt_subprocess(home, command="build")
-    assert rc == 0, out[-3000:]
-
-    # Read back in-process (this opens the home's metastore here) and compare.
-    lakerank.dbt("run", "--select", "int_project_rank_version_history")
+    # The run after the last kill is a `dbt build` in this process (its warm JVM opens the
+    # home after the killed one): recovery is the home's, whichever process runs it, and
+    # a cold process here would only repeat the start-up the killed runs already paid.
+    lakerank.dbt("build")
     assert_all_exact(lakerank, oracle, rank_function)
 
 

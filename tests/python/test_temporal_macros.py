@@ -502,14 +502,14 @@ def test_no_broadcast_of_a_large_dimension(analyst):
     spark.sql(f"""
         create table {SCHEMA}.big_dim_version using parquet as
         select
-            id % 100000 as project_id,
-            timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, cast(id div 100000 as int)) as ver_start,
-            case when id div 100000 = 9 then timestamp'9999-12-31 23:59:59'
-                else timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, cast(id div 100000 + 1 as int)) end
+            id % 25000 as project_id,
+            timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, cast(id div 25000 as int)) as ver_start,
+            case when id div 25000 = 9 then timestamp'9999-12-31 23:59:59'
+                else timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, cast(id div 25000 + 1 as int)) end
                 as ver_end,
             sha2(cast(id as string), 256) as city,
             sha2(cast(-id as string), 256) as status
-        from range(1000000)""")
+        from range(250000)""")  # ~16 MB of parquet: sha2 hex barely compresses
     size = spark.table(f"{SCHEMA}.big_dim_version")._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
     assert int(str(size)) > 10 * 1024 * 1024
     spark.sql(f"drop table if exists {SCHEMA}.small_dim_version")
