@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from dbt.adapters.lakerank.connections import env_spark_conf
+
+from conftest import ROOT
 
 
 def test_env_spark_conf_parses_pairs(monkeypatch):
@@ -48,26 +52,15 @@ def test_each_invocation_applies_its_profile_and_overrides(lakerank, monkeypatch
         == ("UTC", "5")
 
 
-def test_compile_and_ls_on_a_new_home_start_no_jvm(tmp_path):
+def test_compile_and_ls_on_a_new_home_start_no_session(lakerank):
     """Issue G.3: `dbt ls` and `dbt compile` on a home that was never built have nothing to
-    introspect, so they run in Python alone: the embedded session is never started (it would
-    create the home's Derby metastore), and the compiled SQL is written. (The lint in
-    scripts/lint.sh, sqlfluff's dbt templater, checks the same on its throwaway home.)"""
-    import os
-    import shutil
-    import subprocess
-
-    from conftest import ROOT
-
-    dbt = shutil.which("dbt")
-    if dbt is None:
-        pytest.skip("dbt CLI not on PATH")
-    home, target = tmp_path / "home", tmp_path / "target"
-    env = {**os.environ, "LAKERANK_HOME": str(home), "DBT_TARGET_PATH": str(target)}
+    introspect, so they run in Python alone: the home's embedded session is never started
+    (in a fresh process that is the whole JVM; here, a switch of this process's session to
+    the new home would create its Derby metastore), and the compiled SQL is written. The
+    lint (scripts/lint.sh, sqlfluff's dbt templater) checks the same on its own empty home."""
     for command in ("ls", "compile"):
-        done = subprocess.run([dbt, command, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert not (home / "metastore_db").exists(), f"dbt {command} started the embedded session"
+        lakerank.dbt(command)
+        assert not (lakerank.home / "metastore_db").exists(), f"dbt {command} started the home's session"
+    target = ROOT / os.environ["DBT_TARGET_PATH"]
     compiled = target / "compiled" / "lakerank" / "models" / "marts" / "fct_contract_rank.sql"
     assert "select" in compiled.read_text().lower()
