@@ -948,7 +948,7 @@ class Oracle:
         df = pd.DataFrame({
             "project_id": pd.Series([r[0] for r in rows], dtype="int64"),
             "contract_id": pd.Series([r[1] for r in rows], dtype="int64"),
-            "sign_time": pd.Series([pd.Timestamp(r[2]) for r in rows], dtype="datetime64[ns]"),
+            "sign_time": pd.Series([r[2] for r in rows], dtype="datetime64[ns]"),
             "amount": pd.Series([r[3] for r in rows], dtype="object"),
         })
         return df

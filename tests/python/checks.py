@@ -17,6 +17,8 @@ RANK_COLS = ["project_id", "contract_id", "sign_time", "segment_start", "mem_rn"
 def _amount(v):
     if v is None or (isinstance(v, float) and pd.isna(v)):
         return None
+    if isinstance(v, str) and len(v) > 3 and v[-3] == "." and v[-2:].isdigit() and v[:-3].lstrip("-").isdigit():
+        return v  # already to the cent (decimal(18,2) read as a string)
     return str(Decimal(str(v)).quantize(Decimal("0.01")))
 
 
@@ -66,7 +68,7 @@ def assert_zipper_exact(lr, oracle, rank_function: str) -> None:
     exp = oracle.expected_zipper(rank_function)
     exp = exp.assign(
         ver_start=pd.to_datetime(exp["ver_start"]).dt.strftime(TS),
-        ver_end=[OPEN_END if pd.isna(v) else pd.Timestamp(v).strftime(TS) for v in exp["ver_end"]],
+        ver_end=pd.to_datetime(exp["ver_end"]).dt.strftime(TS).fillna(OPEN_END),
     )
     cols = ["project_id", "ver_start", "ver_end", "base_max_rn"]
     g, w = _rows(got, cols), _rows(exp, cols)
@@ -80,14 +82,21 @@ def assert_zipper_exact(lr, oracle, rank_function: str) -> None:
 def replay_changelog(changelog: pd.DataFrame) -> pd.DataFrame:
     """Apply a retract changelog in _commit_id order, retractions before additions."""
     state: dict = {}
-    for _, commit in changelog.sort_values("_commit_id", kind="stable").groupby("_commit_id", sort=True):
-        for rec in commit[commit["rowkind"].isin(["-U", "-D"])].to_dict("records"):
-            assert state.get(rec["contract_id"]) is not None, f"retraction of a row not present: {rec}"
-            old = state.pop(rec["contract_id"])
-            assert old == {c: rec[c] for c in RANK_COLS}, f"retraction does not match the row it retracts: {rec} vs {old}"
-        for rec in commit[commit["rowkind"].isin(["+I", "+U"])].to_dict("records"):
-            assert rec["contract_id"] not in state, f"addition over a live row: {rec}"
-            state[rec["contract_id"]] = {c: rec[c] for c in RANK_COLS}
+    contract = RANK_COLS.index("contract_id")
+    ordered = changelog.sort_values("_commit_id", kind="stable")
+    retract = ordered["rowkind"].isin(["-U", "-D"])
+    for _, commit in ordered.assign(_retract=retract).groupby("_commit_id", sort=True):
+        # rows as tuples of RANK_COLS (NaN compares unequal to itself: missing amounts as None)
+        rows = commit[RANK_COLS].astype(object).where(commit[RANK_COLS].notna(), None)
+        is_retract = commit["_retract"].tolist()
+        tuples = list(rows.itertuples(index=False, name=None))
+        for rec in (t for t, r in zip(tuples, is_retract) if r):
+            assert state.get(rec[contract]) is not None, f"retraction of a row not present: {rec}"
+            old = state.pop(rec[contract])
+            assert old == rec, f"retraction does not match the row it retracts: {rec} vs {old}"
+        for rec in (t for t, r in zip(tuples, is_retract) if not r):
+            assert rec[contract] not in state, f"addition over a live row: {rec}"
+            state[rec[contract]] = rec
     return pd.DataFrame(list(state.values()), columns=RANK_COLS)
 
 
