@@ -22,6 +22,11 @@ def _amount(v):
     return str(Decimal(str(v)).quantize(Decimal("0.01")))
 
 
+def _none_for_missing(values):
+    """A Series or frame as Python objects, NaN/NaT as None (NaN is unequal to itself)."""
+    return values.astype(object).where(values.notna(), None)
+
+
 def _rows(df: pd.DataFrame, cols) -> Counter:
     """The rows as a multiset of tuples (NaN/NaT as None, amounts to the cent), built column
     by column: the wide streams compare ~50,000 rows a table after every build."""
@@ -31,7 +36,7 @@ def _rows(df: pd.DataFrame, cols) -> Counter:
         if c == "amount":
             columns.append([_amount(v) for v in s.tolist()])
         else:
-            columns.append(s.astype(object).where(s.notna(), None).tolist())
+            columns.append(_none_for_missing(s).tolist())
     return Counter(zip(*columns))
 
 
@@ -83,13 +88,9 @@ def replay_changelog(changelog: pd.DataFrame) -> pd.DataFrame:
     """Apply a retract changelog in _commit_id order, retractions before additions."""
     state: dict = {}
     contract = RANK_COLS.index("contract_id")
-    ordered = changelog.sort_values("_commit_id", kind="stable")
-    retract = ordered["rowkind"].isin(["-U", "-D"])
-    for _, commit in ordered.assign(_retract=retract).groupby("_commit_id", sort=True):
-        # rows as tuples of RANK_COLS (NaN compares unequal to itself: missing amounts as None)
-        rows = commit[RANK_COLS].astype(object).where(commit[RANK_COLS].notna(), None)
-        is_retract = commit["_retract"].tolist()
-        tuples = list(rows.itertuples(index=False, name=None))
+    for _, commit in changelog.sort_values("_commit_id", kind="stable").groupby("_commit_id", sort=True):
+        tuples = list(_none_for_missing(commit[RANK_COLS]).itertuples(index=False, name=None))
+        is_retract = commit["rowkind"].isin(["-U", "-D"]).tolist()
         for rec in (t for t, r in zip(tuples, is_retract) if r):
             assert state.get(rec[contract]) is not None, f"retraction of a row not present: {rec}"
             old = state.pop(rec[contract])

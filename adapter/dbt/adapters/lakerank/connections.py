@@ -106,12 +106,17 @@ def release_build_lock(home: str) -> None:
         os.close(fd)
 
 
+def metastore_path(home: str) -> str:
+    """The embedded target's Derby metastore of ``home`` (created by its first session)."""
+    return os.path.join(home, "metastore_db")
+
+
 def home_spark_conf(home: str) -> Dict[str, str]:
     """Spark settings that put every file the embedded target writes under ``home``."""
     return {
         "spark.sql.warehouse.dir": os.path.join(home, "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true"
+            f"jdbc:derby:;databaseName={metastore_path(home)};create=true"
         ),
         "spark.sql.streaming.checkpointLocation": os.path.join(home, "checkpoints", "_default"),
         "spark.local.dir": os.path.join(home, "tmp"),

@@ -16,6 +16,7 @@ from dbt.adapters.lakerank.connections import (
     LakerankConnectionManager,
     current_thread_session,
     logger,
+    metastore_path,
     resolve_home,
 )
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
@@ -60,8 +61,7 @@ class LakerankAdapter(SparkAdapter):
         creds = self.config.credentials
         if str(creds.method) != "session" or getattr(get_flags(), "WHICH", None) not in ("compile", "ls", "list"):
             return False
-        home = resolve_home(getattr(creds, "lakerank_home", None))
-        return not os.path.isdir(os.path.join(home, "metastore_db"))
+        return not os.path.isdir(metastore_path(self.lakerank_home()))
 
     # -- per-invocation memo shared by a model's SQL and its materialization ---------------
     _memo: Dict[str, Any] = {}
