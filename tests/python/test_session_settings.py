@@ -64,3 +64,21 @@ def test_compile_and_ls_on_a_new_home_start_no_session(lakerank):
     target = ROOT / os.environ["DBT_TARGET_PATH"]
     compiled = target / "compiled" / "lakerank" / "models" / "marts" / "fct_contract_rank.sql"
     assert "select" in compiled.read_text().lower()
+
+
+def test_metastore_reads_before_any_statement_use_this_homes_session(runner, tmp_path):
+    """An adapter call that reads the metastore before the invocation ran any statement
+    (here `lakerank_get_property` while compiling, with dbt's relation cache not filled)
+    reads this invocation's home, even when the process's session was last on another
+    home. It read whatever session the process had (or a bare one with no metastore)."""
+    from conftest import Lakerank
+
+    one, other = Lakerank(runner, tmp_path / "one"), Lakerank(runner, tmp_path / "other")
+    one.dbt("show", "--inline", "select 1")  # starts `one`'s session
+    one.spark().sql("create schema if not exists lakerank")
+    one.spark().sql("create table lakerank.marked (a int) using parquet tblproperties ('lakerank.mark' = 'one')")
+    other.dbt("show", "--inline", "select 1")  # the process's session is now `other`'s
+    probe = ("{{ adapter.lakerank_get_property(api.Relation.create(schema='lakerank', identifier='marked'),"
+             " 'lakerank.mark', 'absent') }}")
+    res = one.dbt("compile", "--no-populate-cache", "--inline", probe)
+    assert res.result.results[0].node.compiled_code.strip() == "one"

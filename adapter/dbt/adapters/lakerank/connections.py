@@ -196,6 +196,20 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
     _ACTIVE_HOME = home
 
 
+def home_session(home: str, params: Dict[str, str]):
+    """The process's SparkSession on ``home``, started (or switched to ``home``) first if
+    the process has none or has another home's: for adapter calls that may come before the
+    invocation's first statement opened its connection (a macro reading the metastore
+    while compiling), which would otherwise read another home's metastore."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession._instantiatedSession
+    if spark is None or spark._sc._jsc is None or _ACTIVE_HOME != home:
+        start_embedded_session(home, params)
+        apply_runtime_conf(params)
+    return current_thread_session()
+
+
 def process_session():
     """The process's SparkSession, without going through ``SparkSession.builder``.
 

@@ -14,7 +14,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.connections import (
     LakerankConnectionManager,
-    current_thread_session,
+    home_session,
     logger,
     metastore_path,
     resolve_home,
@@ -81,7 +81,7 @@ class LakerankAdapter(SparkAdapter):
         creds = self.config.credentials
         if str(creds.method) != "session":
             return None
-        return current_thread_session()
+        return home_session(self.lakerank_home(), dict(creds.server_side_parameters))
 
     @available
     def lakerank_partition_locations(self, relation) -> Dict[str, str]:
