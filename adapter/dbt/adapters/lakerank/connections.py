@@ -196,17 +196,23 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
     _ACTIVE_HOME = home
 
 
+def use_home(home: str, params: Dict[str, str]) -> None:
+    """Put the process's session on ``home`` (started or switched) with the profile's
+    runtime settings: what opening an embedded connection does."""
+    start_embedded_session(home, params)
+    apply_runtime_conf(params)
+
+
 def home_session(home: str, params: Dict[str, str]):
-    """The process's SparkSession on ``home``, started (or switched to ``home``) first if
-    the process has none or has another home's: for adapter calls that may come before the
+    """The process's SparkSession on ``home``, put there first (:func:`use_home`) if the
+    process has none or has another home's: for adapter calls that may come before the
     invocation's first statement opened its connection (a macro reading the metastore
     while compiling), which would otherwise read another home's metastore."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession._instantiatedSession
     if spark is None or spark._sc._jsc is None or _ACTIVE_HOME != home:
-        start_embedded_session(home, params)
-        apply_runtime_conf(params)
+        use_home(home, params)
     return current_thread_session()
 
 
@@ -282,10 +288,7 @@ class LakerankConnectionManager(SparkConnectionManager):
         creds = connection.credentials
         if creds.method != SparkConnectionMethod.SESSION or connection.state == "open":
             return super().open(connection)
-        home = resolve_home(creds.lakerank_home)
-        params = dict(creds.server_side_parameters)
-        start_embedded_session(home, params)
-        apply_runtime_conf(params)
+        use_home(resolve_home(creds.lakerank_home), dict(creds.server_side_parameters))
         connection = super().open(connection)
         connection.handle = SessionConnectionWrapper(_SessionConnection())
         return connection
