@@ -43,11 +43,8 @@ def main() -> None:
         version: "0.1.0"
         config-version: 2
         profile: lakerank
-        models:
-          lakerank:
-            +enabled: false
         """))
-    (project / "packages.yml").write_text(f"packages:\n  - local: {ROOT}\n")
+    (project / "packages.yml").write_text(f"packages:\n  - local: {ROOT / 'lakerank_lib'}\n")
     (project / "models" / "bench_pk.sql").write_text(MODEL)
     os.environ["LAKERANK_HOME"] = str(work / "home")
 

@@ -8,20 +8,20 @@
     rowkind, project_id, contract_id, sign_time, amount,
     {{ lakerank.segment_start('sign_time') }} as segment_start,
     _seq, _commit_id
-  from {{ lakerank.pending_rows(ref('stg_contract_changelog')) }}
+  from {{ lakerank_lib.pending_rows(ref('stg_contract_changelog')) }}
 {%- endmacro %}
 
 
 {#- pk_table bucket of a project-keyed state table (var project_buckets). -#}
 {% macro project_bucket(col='project_id') -%}
-  {{ lakerank.bucket_of([col], var('project_buckets', 8)) }}
+  {{ lakerank_lib.bucket_of([col], var('project_buckets', 8)) }}
 {%- endmacro %}
 
 
 {#- Project buckets touched by the pending changes (compile-time list). -#}
 {% macro touched_buckets() -%}
-  {%- if not lakerank.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
-  {{ return(lakerank.query_values(
+  {%- if not lakerank_lib.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
+  {{ return(lakerank_lib.query_values(
       "select distinct cast(" ~ lakerank.project_bucket() ~ " as string) from ("
       ~ lakerank.contract_changes() ~ ")")) }}
 {%- endmacro %}

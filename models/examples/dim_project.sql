@@ -17,12 +17,12 @@
         'changelog-producer': 'lookup',
     },
 ) }}
-{%- set window = lakerank.commit_window() -%}
+{%- set window = lakerank_lib.commit_window() -%}
 
 with
 
 pending_changes as (
-    select * from {{ lakerank.pending_rows(ref('stg_project_changes')) }}
+    select * from {{ lakerank_lib.pending_rows(ref('stg_project_changes')) }}
 ),
 
 consumed_changes as (

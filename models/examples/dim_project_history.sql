@@ -26,7 +26,7 @@ project_changes as (
 ),
 
 versions as (
-    {{ lakerank.zipper(
+    {{ lakerank_lib.zipper(
         'project_changes',
         ['project_id'],
         'update_time',

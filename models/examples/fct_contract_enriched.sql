@@ -37,7 +37,7 @@ current_projects as (
 ),
 
 at_sign_time as (
-    {{ lakerank.as_of_join(
+    {{ lakerank_lib.as_of_join(
         'contracts',
         'sign_time',
         'project_versions',
@@ -47,7 +47,7 @@ at_sign_time as (
 ),
 
 with_latest as (
-    {{ lakerank.as_of_join(
+    {{ lakerank_lib.as_of_join(
         'at_sign_time',
         'sign_time',
         'current_projects',

@@ -20,7 +20,7 @@
 with
 
 payment_events as (
-    select * from {{ lakerank.pending_rows(ref('stg_payments')) }}
+    select * from {{ lakerank_lib.pending_rows(ref('stg_payments')) }}
 ),
 
 final as (

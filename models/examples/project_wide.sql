@@ -33,7 +33,7 @@
 with
 
 stream_changes as (
-    select * from {{ lakerank.pending_rows(ref('int_project_wide_changes')) }}
+    select * from {{ lakerank_lib.pending_rows(ref('int_project_wide_changes')) }}
 ),
 
 final as (

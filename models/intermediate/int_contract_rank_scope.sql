@@ -15,7 +15,7 @@
     commit_source='stg_contract_changelog',
     commit_consumers=['dim_project_rank_version', 'fct_contract_rank'],
 ) }}
-{%- set w = lakerank.commit_window() -%}
+{%- set w = lakerank_lib.commit_window() -%}
 
 with
 

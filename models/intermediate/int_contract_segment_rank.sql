@@ -15,7 +15,7 @@
         select project_id, segment_start from ({{ lakerank.contract_changes() }}))
     or t.contract_id in (select contract_id from ({{ lakerank.contract_changes() }}))
 {%- endset -%}
-{%- do lakerank.declare_rewrite(touched_slices) -%}
+{%- do lakerank_lib.declare_rewrite(touched_slices) -%}
 
 with
 
@@ -24,7 +24,7 @@ changes as (
 ),
 
 existing as (
-    select * from {{ lakerank.prior_rows(predicate=touched_slices) }}
+    select * from {{ lakerank_lib.prior_rows(predicate=touched_slices) }}
 ),
 
 latest_change as (

@@ -26,7 +26,7 @@ changes as (
 ),
 
 existing as (
-    select * from {{ lakerank.prior_rows('_bucket', touched_buckets) }}
+    select * from {{ lakerank_lib.prior_rows('_bucket', touched_buckets) }}
 ),
 
 touched_slices as (

@@ -5,7 +5,7 @@
 with
 
 audit as (
-    select * from {{ lakerank.audit_log(ref('int_project_rank_accumulation')) }}
+    select * from {{ lakerank_lib.audit_log(ref('int_project_rank_accumulation')) }}
 )
 
 select

@@ -12,7 +12,7 @@
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
-{%- do lakerank.declare_rewrite(lakerank.rank_rewrite_predicate('rewrite_from')) -%}
+{%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate('rewrite_from')) -%}
 
 with
 
@@ -49,7 +49,7 @@ point_values as (
 ),
 
 versions as (
-    {{ lakerank.zipper(
+    {{ lakerank_lib.zipper(
         'point_values', ['project_id'], 'ver_start', ['base_max_rn', 'segment_start'],
         change_order=[], rowkind=none) }}
 )

@@ -13,7 +13,7 @@
     commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
-{%- do lakerank.declare_rewrite(lakerank.rank_rewrite_predicate('touched_from')) -%}
+{%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate('touched_from')) -%}
 
 with
 
@@ -34,7 +34,7 @@ zipper as (
 ),
 
 slice_bases as (
-    {{ lakerank.as_of_lookup(
+    {{ lakerank_lib.as_of_lookup(
         'select distinct project_id, segment_start from slices',
         'zipper', 'segment_start', 'base_max_rn') }}
 ),

@@ -7,7 +7,7 @@
 with
 
 audit as (
-    select * from {{ lakerank.audit_log(ref('fct_contract_rank')) }}
+    select * from {{ lakerank_lib.audit_log(ref('fct_contract_rank')) }}
 )
 
 select

@@ -7,7 +7,7 @@ expected outputs copied from Apache Paimon's own tests. This module
 * turns every table-level (and docs_example) vector -- and every ``case`` sub-case and every
   value of a parameterised option (``'a | b'``) -- into a :class:`Plan`: a list of executable
   steps (``pk_table`` commits, each one ``dbt run`` of a model) and assertions (batch queries,
-  changelog windows read through ``lakerank.changes``, time travel through ``lakerank.as_of``,
+  changelog windows read through ``lakerank_lib.changes``, time travel through ``lakerank_lib.as_of``,
   expected errors), plus the steps/assertions it cannot map, each with a precise reason;
 * classifies each vector ``pass-full`` / ``partial`` / ``unmappable`` (or ``kernel`` for the
   merge-function / field-aggregator unit vectors, which tests/python/test_paimon_kernel.py covers);
@@ -1081,7 +1081,7 @@ class Planner:
         if re.search(r"\$audit_log", q, re.I) and "paimon_incremental" not in q:
             return self.skip(index, what,
                              "batch $audit_log is Paimon's merged rows with their stored kinds and uncompacted -D "
-                             "tombstones, not a changelog; lakerank.audit_log is the changelog and every commit "
+                             "tombstones, not a changelog; lakerank_lib.audit_log is the changelog and every commit "
                              "drops tombstones", True)
         if re.search(r"\$(binlog|snapshots|files|manifests|schemas|options|tags|branches|partitions|buckets)\b", q, re.I):
             return self.skip(index, what, "Paimon system table without a lakerank equivalent", True)
@@ -1108,7 +1108,7 @@ class Planner:
         if hints:
             extra = set(hints) - {"scan.snapshot-id", "scan.mode"}
             if extra or hints.get("scan.mode", "from-snapshot-full") not in ("from-snapshot-full", "from-snapshot", "default"):
-                return self.skip(index, what, f"read options {hints} (only scan.snapshot-id is mapped, to lakerank.as_of)", True)
+                return self.skip(index, what, f"read options {hints} (only scan.snapshot-id is mapped, to lakerank_lib.as_of)", True)
             if "scan.snapshot-id" in hints:
                 as_of = int(hints["scan.snapshot-id"])
         sql = self.plain_query_sql(q)
@@ -1135,7 +1135,7 @@ class Planner:
             sql = f"SELECT rowkind, {cols} FROM {{{{CHANGES:{a}:{b}}}}} AS ch"
         else:
             sql = f"SELECT {cols} FROM {{{{CHANGES:{a}:{b}}}}} AS ch WHERE rowkind IN ('+I', '+U')"
-        self.plan.steps.append(Check(index, what + f"  [lakerank.changes(commits {a}..{b}]]", sql, expected,
+        self.plan.steps.append(Check(index, what + f"  [lakerank_lib.changes(commits {a}..{b}]]", sql, expected,
                                      ordered=ordered, any_order=any_order))
 
     # ---------------------------------------------------------------- streams / changelog
@@ -1190,7 +1190,7 @@ class Planner:
         if producer == "none" and self.plat == "flink" and not (self.stream or {}).get("audit") \
                 and any(r[0] == "-U" for r in rows):
             return self.skip(index, what, "Flink's ChangelogNormalize operator turns the raw upsert stream of a "
-                                          "changelog-producer=none table into -U/+U (Flink-only; lakerank.changes "
+                                          "changelog-producer=none table into -U/+U (Flink-only; lakerank_lib.changes "
                                           "gives Paimon's per-commit delta, Spark semantics)", True)
         # full-compaction with explicit compactions: the changelog of a window is only Paimon's
         # when every commit in it (and since the last compaction before it) is mapped faithfully
@@ -1202,7 +1202,7 @@ class Planner:
             if info.get("fc_unfaithful") or info.get("fc_var_missing"):
                 return self.skip(index, what, "changelog-producer=full-compaction with explicit full compactions "
                                               "needs the dbt var lakerank_full_compaction (not implemented in "
-                                              "macros/materializations/pk_table.sql): without it every commit "
+                                              "lakerank_lib/macros/materializations/pk_table.sql): without it every commit "
                                               "produces the lookup changelog", True)
         for c in range(a + 1, b + 1):
             if self.commit_info.get(c, {}).get("partition_drop"):
@@ -1220,7 +1220,7 @@ class Planner:
         any_order = step.get("array_order") == "any" or bool(
             re.search(r"any order|InAnyOrder", (step.get("note") or "") + " " + (self.v.get("notes") or "")))
         ordered = bool(step.get("ordered"))
-        note = f"  [lakerank.changes(commits {a}..{b}]" + (f", after as_of({full_at}) as +I" if prefix else "") + "]"
+        note = f"  [lakerank_lib.changes(commits {a}..{b}]" + (f", after as_of({full_at}) as +I" if prefix else "") + "]"
         if n < len(self.schema.columns):
             note += f" (first {n} columns compared)"
         self.plan.steps.append(Check(index, what + note, sql, rows, ordered=ordered, any_order=any_order,
@@ -1590,7 +1590,7 @@ def render_doc(classes: List[Classification], caps: Capabilities, data: Dict[str
         "",
         "Materialization capabilities detected when this was generated:",
         f"- dbt var `lakerank_full_compaction` (explicit full compaction with changelog): "
-        f"{'implemented' if caps.full_compaction_var else '**not implemented** in macros/materializations/pk_table.sql'}",
+        f"{'implemented' if caps.full_compaction_var else '**not implemented** in lakerank_lib/macros/materializations/pk_table.sql'}",
         f"- immutable `ignore-delete` / `ignore-update-before` check (\"Cannot change ... from true to false.\"): "
         f"{'implemented' if caps.immutable_option_check else '**not implemented**'}",
         "",
@@ -1607,15 +1607,15 @@ def render_doc(classes: List[Classification], caps: Capabilities, data: Dict[str
         "  the dbt var `lakerank_full_compaction` when the producer is full-compaction, otherwise a no-op (every",
         "  commit is a full compaction).",
         "- Batch queries: the table name -> `lakerank.<model>`, `*` -> the schema columns (no `_bucket`);",
-        "  `scan.snapshot-id` / `VERSION AS OF n` -> `lakerank.as_of`; `paimon_incremental_query(t, a, b)` ->",
-        "  `lakerank.changes` (plain table: +I/+U rows only).",
+        "  `scan.snapshot-id` / `VERSION AS OF n` -> `lakerank_lib.as_of`; `paimon_incremental_query(t, a, b)` ->",
+        "  `lakerank_lib.changes` (plain table: +I/+U rows only).",
         "- Snapshot ids: with lookup compaction (lookup producer, deletion vectors, first-row, force-lookup) or a",
         "  compaction in every commit (Flink full-compaction, commit.force-compact) commit c writes snapshots 2c-1",
         "  (APPEND) and 2c (COMPACT); 2c = state after commit c; 2c-1 = after commit c, or after c-1 with deletion",
         "  vectors (an APPEND snapshot exposes only compacted data). Otherwise snapshot n = commit n.",
-        "- Streams: `expected_changelog` after a `stream_query` = `lakerank.changes(rel, <last checked commit>,",
+        "- Streams: `expected_changelog` after a `stream_query` = `lakerank_lib.changes(rel, <last checked commit>,",
         "  <current commit>)` (rowkind + columns), order-insensitive; `ordered` checks the order within each key.",
-        "  A stream started after writes (or `from-snapshot-full`) first emits `lakerank.as_of` rows as +I.",
+        "  A stream started after writes (or `from-snapshot-full`) first emits `lakerank_lib.as_of` rows as +I.",
         "- Flink with `changelog-producer=full-compaction` compacts after every commit ->",
         "  `'full-compaction.delta-commits'='1'` is passed.",
         "- Values: DECIMAL as strings with scale, DATE `yyyy-MM-dd`, TIMESTAMP `yyyy-MM-ddTHH:mm:ss`, MAP as an",

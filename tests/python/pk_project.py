@@ -1,4 +1,4 @@
-"""A throwaway dbt project that installs lakerank as a package, for pk_table tests."""
+"""A throwaway dbt project that installs lakerank_lib (the library package), for pk_table tests."""
 
 from __future__ import annotations
 
@@ -24,11 +24,8 @@ class PkProject:
             version: "0.1.0"
             config-version: 2
             profile: lakerank
-            models:
-              lakerank:
-                +enabled: false
             """))
-        (self.project / "packages.yml").write_text(f"packages:\n  - local: {ROOT}\n")
+        (self.project / "packages.yml").write_text(f"packages:\n  - local: {ROOT / 'lakerank_lib'}\n")
         for name, sql in models.items():
             self.write_model(name, sql)
         self.invoke("deps")

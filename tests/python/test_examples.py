@@ -432,7 +432,7 @@ def assert_same(name: str, got: list[tuple], want: list[tuple]) -> None:
 
 
 def replay_audit_log(lr, table: str, key: str, cols: list[str]) -> list[tuple]:
-    """Replays lakerank.audit_log(table) (lookup changelog) in commit order."""
+    """Replays lakerank_lib.audit_log(table) (lookup changelog) in commit order."""
     props = {r[0]: r[1] for r in lr.spark().sql(f"show tblproperties {SCHEMA}.{table}").collect()}
     log = read(lr, f"select * from {SCHEMA}.{table}__audit_log "
                    f"where _commit_id <= {int(props.get('lakerank.snapshot_id', '0'))}")

@@ -92,13 +92,8 @@ macro-paths: ["macros"]
 target-path: "target"
 clean-targets: ["target", "dbt_packages"]
 models:
-  lakerank:
-    +enabled: false
   vectors:
     +materialized: pk_table
-data_tests:
-  lakerank:
-    +enabled: false
 """
 
 DBT_CALLS: collections.Counter = collections.Counter()  # dbt invocations of this module, by command
@@ -152,7 +147,7 @@ def vectors_project(runner, tmp_path_factory) -> pathlib.Path:
     (proj / "models").mkdir()
     (proj / "macros").mkdir()
     (proj / "dbt_project.yml").write_text(DBT_PROJECT)
-    (proj / "packages.yml").write_text(f"packages:\n  - local: {ROOT}\n")
+    (proj / "packages.yml").write_text(f"packages:\n  - local: {ROOT / 'lakerank_lib'}\n")
     res = _invoke(runner, proj, proj / "deps_home", "deps")
     assert res.success, f"dbt deps failed: {res.exception}"
     return proj
@@ -306,13 +301,13 @@ class VectorRun:
         kind, a, b = m.group(1), int(m.group(2)), m.group(3)
         ref = f"ref('{self.model}')"
         if kind == "CHANGES":
-            return f"{{{{ lakerank.changes({ref}, {self.sids[a]}, {self.sids[int(b)]}) }}}}"
+            return f"{{{{ lakerank_lib.changes({ref}, {self.sids[a]}, {self.sids[int(b)]}) }}}}"
         if kind == "AS_OF_RAW":
-            return f"{{{{ lakerank.as_of({ref}, {a}) }}}}"
+            return f"{{{{ lakerank_lib.as_of({ref}, {a}) }}}}"
         sid = self.sids[a]
         if sid == 0:
             return None
-        return f"{{{{ lakerank.as_of({ref}, {sid}) }}}}"
+        return f"{{{{ lakerank_lib.as_of({ref}, {sid}) }}}}"
 
     def empty_relation(self) -> str:
         cols = ", ".join(pv.quote(c.name) for c in self.plan.schema.columns)

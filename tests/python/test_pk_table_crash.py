@@ -73,10 +73,10 @@ def test_stopped_commit_is_applied_once_on_rerun(runner, tmp_path):
             expected[7] = 7
         assert _table(pk, fault) == expected, fault
 
-    snaps = _by_model(pk.query(_union("select snapshot_id from {{{{ lakerank.snapshots(ref('{m}')) }}}}")))
+    snaps = _by_model(pk.query(_union("select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}")))
     logs = _by_model(pk.query(_union(
-        "select rowkind, k, v, _commit_id from {{{{ lakerank.audit_log(ref('{m}')) }}}}")))
-    as_of_1 = _by_model(pk.query(_union("select k, v from {{{{ lakerank.as_of(ref('{m}'), 1) }}}}")))
+        "select rowkind, k, v, _commit_id from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}")))
+    as_of_1 = _by_model(pk.query(_union("select k, v from {{{{ lakerank_lib.as_of(ref('{m}'), 1) }}}}")))
     for fault in FAULTS:
         assert sorted(r["snapshot_id"] for r in snaps[fault]) == ([1, 2, 3] if fault == "recorded" else [1, 2])
         second = sorted((r["rowkind"], r["k"], r["v"]) for r in logs[fault] if r["_commit_id"] == 2)

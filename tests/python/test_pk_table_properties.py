@@ -4,7 +4,7 @@ For random commits (keys, sequence values, NULLs, row kinds), three pk_tables â€
 with a sequence field, aggregation (sum / max ignore-retract / last_non_null_value) and
 partial-update with a sequence group â€” must equal a straightforward Python model of Paimon's
 merge rules written here from PAIMON_SEMANTICS.md (independently of python_udfs), after every
-commit; `lakerank.as_of(t, c)` must equal the table right after commit c and the replay of the
+commit; `lakerank_lib.as_of(t, c)` must equal the table right after commit c and the replay of the
 audit log up to c (lookup changelog); `lakerank.changes` must be the audit log slice.
 """
 
@@ -183,11 +183,11 @@ def test_pk_tables_follow_the_merge_rules(runner, tmp_path_factory, data):
         non_empty = [i for i in range(3) if commits[name][i]]
         assert n_commits == len(non_empty)
         for snap, commit_index in enumerate(non_empty, start=1):
-            sql = dbt.compiled("select k, s, v, m from {{ lakerank.as_of(ref('" + name + "'), " + str(snap) + ") }}")
+            sql = dbt.compiled("select k, s, v, m from {{ lakerank_lib.as_of(ref('" + name + "'), " + str(snap) + ") }}")
             assert _as_state(dbt.rows(sql)) == history[name][commit_index], f"{name} as_of {snap}"
             if MODELS[name].get("changelog-producer") == "lookup":
                 log = dbt.rows(dbt.compiled(
-                    "select * from {{ lakerank.changes(ref('" + name + "'), 0, " + str(snap) + ") }}"))
+                    "select * from {{ lakerank_lib.changes(ref('" + name + "'), 0, " + str(snap) + ") }}"))
                 replay: Dict[int, Row] = {}
                 for r in sorted(log, key=lambda r: (r["_commit_id"], r["rowkind"] in ("+I", "+U"))):
                     if r["rowkind"] in ("+I", "+U"):

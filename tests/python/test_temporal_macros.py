@@ -433,7 +433,7 @@ def test_macro_options_inline(analyst):
     src = f"{SCHEMA}.dim_project_cdc"
 
     def zipper_rows(args: str) -> List[tuple]:
-        return analyst.rows(analyst.compile("{{ lakerank.zipper(%s) }}" % args))
+        return analyst.rows(analyst.compile("{{ lakerank_lib.zipper(%s) }}" % args))
 
     # every row an add (-U, -D and NULL kinds included)
     pts = change_points(cdc, ["project_id"], "update_time", DIM_COLS, rowkind=None)
@@ -455,14 +455,14 @@ def test_macro_options_inline(analyst):
     # as_of_join over that composite-key zipper, facts from a subquery with another key name
     spark.sql(f"drop table if exists {SCHEMA}.dim_ck_version")
     spark.sql(f"create table {SCHEMA}.dim_ck_version using parquet as "
-              + analyst.compile("{{ lakerank.zipper('%s', ['project_id', 'designer'], 'update_time', 'status') }}"
+              + analyst.compile("{{ lakerank_lib.zipper('%s', ['project_id', 'designer'], 'update_time', 'status') }}"
                                 % src))
     fsub = (f"(select order_id, project_id as pid, case when order_id % 2 = 0 then 'amy' else 'bob' end as des, "
             f"order_time from {SCHEMA}.fct_order)")
     for bounds in ["[)", "(]"]:
         for strategy in ["window", "range_join"]:
             sql = analyst.compile(
-                "{{ lakerank.as_of_join(\"%s\", 'order_time', '%s.dim_ck_version', ['project_id', 'designer'],"
+                "{{ lakerank_lib.as_of_join(\"%s\", 'order_time', '%s.dim_ck_version', ['project_id', 'designer'],"
                 " ['status as st'], bounds='%s', fact_key=['pid', 'des'], strategy='%s') }}"
                 % (fsub, SCHEMA, bounds, strategy))
             want = []
@@ -475,11 +475,11 @@ def test_macro_options_inline(analyst):
 
 def test_argument_errors(analyst, capsys):
     for call, message in [
-        ("lakerank.as_of_join('f', 't', 'd', ['k'], ['c'], bounds='[]')", "bounds"),
-        ("lakerank.as_of_join('f', 't', 'd', ['k'], ['c'], mode='now')", "mode"),
-        ("lakerank.as_of_join('f', 't', 'd', ['k'], ['c'], strategy='hash')", "strategy"),
-        ("lakerank.as_of_join('f', 't', 'd', ['k', 'j'], ['c'], fact_key=['k'])", "fact_key"),
-        ("lakerank.zipper('s', [], 't', ['c'])", "key"),
+        ("lakerank_lib.as_of_join('f', 't', 'd', ['k'], ['c'], bounds='[]')", "bounds"),
+        ("lakerank_lib.as_of_join('f', 't', 'd', ['k'], ['c'], mode='now')", "mode"),
+        ("lakerank_lib.as_of_join('f', 't', 'd', ['k'], ['c'], strategy='hash')", "strategy"),
+        ("lakerank_lib.as_of_join('f', 't', 'd', ['k', 'j'], ['c'], fact_key=['k'])", "fact_key"),
+        ("lakerank_lib.zipper('s', [], 't', ['c'])", "key"),
     ]:
         capsys.readouterr()
         result = analyst.dbt("compile", "--inline", "{{ %s }}" % call, expect_success=False)
@@ -520,7 +520,7 @@ def test_no_broadcast_of_a_large_dimension(analyst):
     def call(dim, **kw):
         extra = "".join(f", {k}='{v}'" for k, v in kw.items())
         return analyst.compile(
-            "{{ lakerank.as_of_join('%s.fct_order', 'order_time', '%s.%s', ['project_id'], ['city', 'status']%s) }}"
+            "{{ lakerank_lib.as_of_join('%s.fct_order', 'order_time', '%s.%s', ['project_id'], ['city', 'status']%s) }}"
             % (SCHEMA, SCHEMA, dim, extra))
 
     window = _plan(spark, call("big_dim_version"))

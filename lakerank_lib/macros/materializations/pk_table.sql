@@ -1,6 +1,6 @@
 {#-
   pk_table — Paimon's primary-key table on plain parquet. One `dbt run` of the model is one
-  commit; the model's SELECT is the commit's input. Reference: docs/reference/pk_table.md.
+  commit; the model's SELECT is the commit's input. Reference: lakerank_lib/docs/pk_table.md.
 
   Config
     primary_key   list of key columns (required; must contain every partition column)
@@ -16,7 +16,7 @@
                   changelog-producer full-compaction that is when changelog is produced
                   (also every `full-compaction.delta-commits` commits, if set)
     commit_source optional: a lakerank commit source; the run commits only when that
-                  model has pending commits (use lakerank.pending_rows(ref(...)) as input)
+                  model has pending commits (use lakerank_lib.pending_rows(ref(...)) as input)
     state_fingerprint optional: settings the table's state depends on (a run with other
                   settings stops unless --full-refresh)
   An input column `rowkind` ('+I', '-U', '+U', '-D'; NULL or absent = '+I') is the row kind
@@ -34,12 +34,12 @@
 -#}
 {% materialization pk_table, default %}
   {%- set target = this.incorporate(type='table') -%}
-  {%- set primary_key = lakerank.as_list(config.require('primary_key')) -%}
-  {%- set partition_by = lakerank.as_list(config.get('partition_by')) -%}
-  {%- set order_by = lakerank.as_list(config.get('order_by')) -%}
+  {%- set primary_key = lakerank_lib.as_list(config.require('primary_key')) -%}
+  {%- set partition_by = lakerank_lib.as_list(config.get('partition_by')) -%}
+  {%- set order_by = lakerank_lib.as_list(config.get('order_by')) -%}
   {%- set options = config.get('options') or {} -%}
-  {%- set tables = lakerank.pk_side_tables(target) -%}
-  {%- set views = lakerank.pk_views(target) -%}
+  {%- set tables = lakerank_lib.pk_side_tables(target) -%}
+  {%- set views = lakerank_lib.pk_views(target) -%}
 
   {{ run_hooks(pre_hooks) }}
 
@@ -53,9 +53,9 @@
   {%- set props = info[target.identifier]['properties'] -%}
   {%- set existed = info[target.identifier]['exists'] -%}
   {%- if existed -%}
-    {% do lakerank.check_fingerprint(target, config.get('state_fingerprint'), props) %}
-    {%- set snapshot_id = lakerank.pk_recover(target, tables, info) -%}
-    {% do adapter.lakerank_drop_dead_stages(target, lakerank.pk_location(target, info)) %}
+    {% do lakerank_lib.check_fingerprint(target, config.get('state_fingerprint'), props) %}
+    {%- set snapshot_id = lakerank_lib.pk_recover(target, tables, info) -%}
+    {% do adapter.lakerank_drop_dead_stages(target, lakerank_lib.pk_location(target, info)) %}
   {%- else -%}
     {%- set snapshot_id = 0 -%}
   {%- endif -%}
@@ -65,7 +65,7 @@
     {{ sql }}
   {%- endcall %}
   {%- set schema = adapter.lakerank_query_schema(views.source) -%}
-  {%- set layout = lakerank.pk_layout(schema, primary_key, partition_by, order_by) -%}
+  {%- set layout = lakerank_lib.pk_layout(schema, primary_key, partition_by, order_by) -%}
   {%- set spec = adapter.lakerank_pk_spec(this.identifier, options, layout.columns, primary_key, partition_by) -%}
   {%- set fingerprint = primary_key | join(',') ~ '|' ~ partition_by | join(',') ~ '|' ~ spec.bucket -%}
 
@@ -83,11 +83,11 @@
       {%- endif -%}
     {%- endfor -%}
   {%- endif -%}
-  {% do lakerank.pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by, info) %}
+  {% do lakerank_lib.pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by, info) %}
   {%- set commit_id = snapshot_id + 1 -%}
-  {%- set compaction = lakerank.pk_compaction(spec, options, commit_id, props) -%}
+  {%- set compaction = lakerank_lib.pk_compaction(spec, options, commit_id, props) -%}
 
-  {%- set window = lakerank.commit_window() if config.get('commit_source') else none -%}
+  {%- set window = lakerank_lib.commit_window() if config.get('commit_source') else none -%}
   {%- if window is not none and existed and not window['pending'] and not should_full_refresh() -%}
     {%- set touched = [] -%}
   {%- else -%}
@@ -97,31 +97,31 @@
         {%- for c in layout.columns %}
         {{ c.name }},
         {%- endfor %}
-        {{ lakerank.pk_kind_expr(layout.has_rowkind, this.identifier) }} as __kind,
-        {{ lakerank.pk_arrival_expr(order_by) }} as __arrival,
-        {{ lakerank.pk_bucket_expr(spec) }} as _bucket
+        {{ lakerank_lib.pk_kind_expr(layout.has_rowkind, this.identifier) }} as __kind,
+        {{ lakerank_lib.pk_arrival_expr(order_by) }} as __arrival,
+        {{ lakerank_lib.pk_bucket_expr(spec) }} as _bucket
       from {{ views.source }}
     {%- endcall %}
     {% do adapter.lakerank_materialize_view(views.input) %}
-    {%- set touched = lakerank.query_values(
-          "select distinct " ~ lakerank.pk_partition_string(partition_by) ~ " from " ~ views.input) -%}
+    {%- set touched = lakerank_lib.query_values(
+          "select distinct " ~ lakerank_lib.pk_partition_string(partition_by) ~ " from " ~ views.input) -%}
   {%- endif -%}
 
   {%- if touched | length == 0 -%}
     {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
   {%- else -%}
-    {% do lakerank.pk_merge(target, views, layout, spec, partition_by, touched) %}
-    {%- set stage = lakerank.pk_location(target, info) ~ '/_v/c' ~ commit_id ~ '_' ~ invocation_id[:8] -%}
-    {% do adapter.lakerank_write_dirs(lakerank.pk_new_buckets(target, views, layout, spec, partition_by, touched),
-                                      stage, partition_by + ['_bucket'], fault=lakerank.write_fault()) %}
-    {% do lakerank.fault_point('staged') %}
-    {% do lakerank.pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) %}
-    {% do lakerank.fault_point('logged') %}
+    {% do lakerank_lib.pk_merge(target, views, layout, spec, partition_by, touched) %}
+    {%- set stage = lakerank_lib.pk_location(target, info) ~ '/_v/c' ~ commit_id ~ '_' ~ invocation_id[:8] -%}
+    {% do adapter.lakerank_write_dirs(lakerank_lib.pk_new_buckets(target, views, layout, spec, partition_by, touched),
+                                      stage, partition_by + ['_bucket'], fault=lakerank_lib.write_fault()) %}
+    {% do lakerank_lib.fault_point('staged') %}
+    {% do lakerank_lib.pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) %}
+    {% do lakerank_lib.fault_point('logged') %}
     {%- set plan = adapter.lakerank_plan_swap(target, stage, partition_by | length + 1, touched, commit_id) -%}
-    {% do lakerank.pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
-    {% do lakerank.fault_point('planned') %}
+    {% do lakerank_lib.pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
+    {% do lakerank_lib.fault_point('planned') %}
     {% do adapter.lakerank_apply_swap(target, plan) %}
-    {% do lakerank.fault_point('swapped') %}
+    {% do lakerank_lib.fault_point('swapped') %}
     {% call statement('main') -%}
       alter table {{ target }} set tblproperties (
         'lakerank.snapshot_id' = '{{ commit_id }}',
@@ -129,18 +129,18 @@
         'lakerank.ignore-update-before' = '{{ spec.ignore_update_before | lower }}'
         {%- if compaction.full %}, 'lakerank.full_compaction_id' = '{{ commit_id }}'{% endif %}
         {%- if config.get('state_fingerprint') %}, 'lakerank.fingerprint' = '{{ config.get('state_fingerprint') }}'{% endif %}
-        {%- if window is not none %}, '{{ lakerank.commit_property() }}' = '{{ window['to'] }}'{% endif %})
+        {%- if window is not none %}, '{{ lakerank_lib.commit_property() }}' = '{{ window['to'] }}'{% endif %})
     {%- endcall %}
-    {% do lakerank.fault_point('recorded') %}
+    {% do lakerank_lib.fault_point('recorded') %}
     {% do adapter.lakerank_finish_swap(target, plan) %}
     {% call statement('pk_drop_merged') -%} drop view if exists {{ views.merged }} {%- endcall %}
   {%- endif -%}
   {%- if window is not none and window['pending'] and touched | length == 0 -%}
-    {% do lakerank.record_commit(target, window['to']) %}
+    {% do lakerank_lib.record_commit(target, window['to']) %}
   {%- endif -%}
   {%- set buckets = [] -%}
   {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
-  {% do lakerank.remember_written(target, lakerank.partition_filter('_bucket', buckets | unique | list)) %}
+  {% do lakerank_lib.remember_written(target, lakerank_lib.partition_filter('_bucket', buckets | unique | list)) %}
   {% call statement('pk_drop_input') -%} drop view if exists {{ views.input }} {%- endcall %}
 
   {{ run_hooks(post_hooks) }}

@@ -1,10 +1,10 @@
 {#-
-  lakerank.zipper(source, key, version_time, columns, change_order=['_commit_id'],
+  lakerank_lib.zipper(source, key, version_time, columns, change_order=['_commit_id'],
                   rowkind='rowkind', open_end=none, collapse_unchanged=false)
 
   A SELECT (no trailing semicolon) building a zipper table (拉链表, SCD type 2) from any
   audit log / changelog. Output columns: <key columns>, ver_start, ver_end, <columns>.
-  Reference: docs/reference/zipper.md.
+  Reference: lakerank_lib/docs/zipper.md.
 
   Arguments
   - source: a relation (ref/source), a CTE name, or a parenthesised subquery.
@@ -17,7 +17,7 @@
     oldest first (default ['_commit_id']; [] for none). NULL sorts oldest.
   - rowkind: the row-kind column (`+I`, `-U`, `+U`, `-D`); none = every row is an add.
   - open_end: SQL expression for the end of the open (current) version; default
-    lakerank.open_version_end() (timestamp_ntz '9999-12-31 23:59:59'); 'null' for NULL.
+    lakerank_lib.open_version_end() (timestamp_ntz '9999-12-31 23:59:59'); 'null' for NULL.
   - collapse_unchanged: merge consecutive versions whose values are equal (NULL-safe).
 
   Semantics
@@ -50,7 +50,7 @@
   {%- if key | length == 0 -%}
     {{ exceptions.raise_compiler_error("lakerank.zipper: `key` must name at least one column") }}
   {%- endif -%}
-  {%- set end_expr = lakerank.open_version_end() if open_end is none else open_end -%}
+  {%- set end_expr = lakerank_lib.open_version_end() if open_end is none else open_end -%}
   {%- set part = key | join(', ') -%}
   {%- set order = ['_lr_t asc'] -%}
   {%- for c in change_order %}{% do order.append('_lr_o' ~ loop.index0 ~ ' asc nulls first') %}{% endfor -%}
@@ -72,7 +72,7 @@ from (
             {{ part }}, _lr_t, _lr_add, {{ columns | join(', ') }},
             lead(_lr_t) over ({{ window }}) as _lr_next
         from (
-            {{ lakerank._zipper_changes(source, key, version_time, columns, change_order, rowkind) | indent(12) }}
+            {{ lakerank_lib._zipper_changes(source, key, version_time, columns, change_order, rowkind) | indent(12) }}
         ) as _lr_c
     ) as _lr_n
     {#- the last change of its version_time: the next row (if any) is a later version_time #}
@@ -95,7 +95,7 @@ from (
                         {{ part }}, _lr_t, _lr_add, {{ columns | join(', ') }},
                         lead(_lr_t) over ({{ window }}) as _lr_next
                     from (
-                        {{ lakerank._zipper_changes(source, key, version_time, columns, change_order, rowkind) | indent(24) }}
+                        {{ lakerank_lib._zipper_changes(source, key, version_time, columns, change_order, rowkind) | indent(24) }}
                     ) as _lr_c
                 ) as _lr_n
                 where not (_lr_next <=> _lr_t)

@@ -7,7 +7,7 @@
   `config(lakerank_partition_filter=false)` and always reads the whole table.
 -#}
 {#- `filter`: a SQL predicate over the relation's columns (alias `t`) selecting the rows
-    this run wrote, e.g. `lakerank.partition_filter(column, values)`. -#}
+    this run wrote, e.g. `lakerank_lib.partition_filter(column, values)`. -#}
 {% macro remember_written(relation, filter) -%}
   {%- do adapter.lakerank_memo_set('written:' ~ invocation_id ~ ':' ~ relation, filter) -%}
 {%- endmacro %}

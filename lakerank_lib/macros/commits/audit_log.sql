@@ -1,11 +1,11 @@
 {#-
-  lakerank.audit_log(relation): a table's change log, like Paimon's `$audit_log`:
+  lakerank_lib.audit_log(relation): a table's change log, like Paimon's `$audit_log`:
   `rowkind` (+I, -U, +U, -D) first, then the table's columns, then `_commit_id` and
   `_commit_time`. Written by `pk_table` (per its changelog-producer) and by
   `swap_partitions` with `changelog: true`. Only committed commits are visible.
 -#}
 {% macro audit_log(relation) -%}
-  {%- set audit = lakerank.side_table(relation, 'audit_log') -%}
+  {%- set audit = lakerank_lib.side_table(relation, 'audit_log') -%}
   {%- set cols = [] -%}
   {%- if execute and adapter.lakerank_table_exists(audit) -%}
     {%- for c in adapter.get_columns_in_relation(audit) -%}
@@ -13,7 +13,7 @@
     {%- endfor -%}
   {%- endif -%}
   (select rowkind, {% for c in cols %}{{ c }}, {% endfor %}_commit_id, _commit_time from {{ audit }}
-   {{ lakerank.committed_filter(relation, '_commit_id') }})
+   {{ lakerank_lib.committed_filter(relation, '_commit_id') }})
 {%- endmacro %}
 
 

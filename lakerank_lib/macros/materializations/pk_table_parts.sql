@@ -168,7 +168,7 @@
 
 
 {% macro pk_bucket_expr(spec) -%}
-  {{ lakerank.bucket_of(spec.bucket_key, spec.bucket) }}
+  {{ lakerank_lib.bucket_of(spec.bucket_key, spec.bucket) }}
 {%- endmacro %}
 
 
@@ -176,7 +176,7 @@
     `bucket`; -1 or 1 = one bucket): use it to read only the buckets holding some keys. -#}
 {% macro bucket_of(columns, buckets) -%}
   {%- if buckets | int > 1 -%}
-    cast(pmod(hash({{ lakerank.as_list(columns) | join(', ') }}), {{ buckets | int }}) as int)
+    cast(pmod(hash({{ lakerank_lib.as_list(columns) | join(', ') }}), {{ buckets | int }}) as int)
   {%- else -%}
     0
   {%- endif -%}
@@ -202,9 +202,9 @@
     {%- endfor -%}
   {%- endfor -%}
   {%- for col in partition_by + ['_bucket'] -%}
-    {{ lakerank.partition_filter(col, values.get(col, [])) }} and
+    {{ lakerank_lib.partition_filter(col, values.get(col, [])) }} and
   {% endfor -%}
-  {{ lakerank.pk_partition_string(partition_by) }} in ({% for t in touched %}'{{ t }}'{{ ', ' if not loop.last }}{% endfor %})
+  {{ lakerank_lib.pk_partition_string(partition_by) }} in ({% for t in touched %}'{{ t }}'{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}
 
 
@@ -217,21 +217,21 @@
     single-record shortcut) — unless the merge function must see it (lookup compaction on
     partial-update/aggregation) or rowkind.field decides kinds. -#}
 {% macro pk_merge(target, views, layout, spec, partition_by, touched) -%}
-  {%- set on_key = lakerank.pk_key_match('a', 'b', spec.primary_key) -%}
+  {%- set on_key = lakerank_lib.pk_key_match('a', 'b', spec.primary_key) -%}
   {% call statement('pk_stored') -%}
     create or replace temporary view {{ views.stored }} as
     select {% for c in layout.names %}a.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
     from {{ target }} as a
     left semi join {{ views.input }} as b on {{ on_key }}
-    where {{ lakerank.pk_touched_filter(partition_by, touched) }}
+    where {{ lakerank_lib.pk_touched_filter(partition_by, touched) }}
   {%- endcall %}
   {%- if adapter.lakerank_pk_sql_mergeable(spec) -%}
     {% call statement('pk_merged') -%}
       create or replace temporary view {{ views.merged }} as
-      {{ lakerank.pk_sql_merge(views, layout, spec) }}
+      {{ lakerank_lib.pk_sql_merge(views, layout, spec) }}
     {%- endcall %}
   {%- else -%}
-    {% do lakerank.pk_python_merge(views, layout, spec, on_key) %}
+    {% do lakerank_lib.pk_python_merge(views, layout, spec, on_key) %}
   {%- endif -%}
   {% do adapter.lakerank_materialize_view(views.merged) %}
 {%- endmacro %}
@@ -380,9 +380,9 @@
   from {{ target }} as kept
   left anti join {{ views.input }} as input
     on {% for k in spec.primary_key %}kept.{{ k }} <=> input.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
-  where {{ lakerank.pk_touched_filter(partition_by, touched) }}
+  where {{ lakerank_lib.pk_touched_filter(partition_by, touched) }}
   union all
-  select {% for c in layout.names %}{{ c }}, {% endfor %}{{ lakerank.pk_bucket_expr(spec) }} as _bucket
+  select {% for c in layout.names %}{{ c }}, {% endfor %}{{ lakerank_lib.pk_bucket_expr(spec) }} as _bucket
   from {{ views.merged }}
   where __role = 'after'
 {%- endmacro %}
@@ -395,7 +395,7 @@
 {% macro pk_compaction(spec, options, commit_id, props) -%}
   {%- set requested = var('lakerank_full_compaction', false) -%}
   {%- if requested is not boolean and requested is not none -%}
-    {%- set requested = this.identifier in lakerank.as_list(requested) -%}
+    {%- set requested = this.identifier in lakerank_lib.as_list(requested) -%}
   {%- endif -%}
   {%- set periodic = 'full-compaction.delta-commits' in options and commit_id % spec.delta_commits == 0 -%}
   {%- set last = props.get('lakerank.full_compaction_id', '0') | int -%}
@@ -413,8 +413,8 @@
 {#- Write partition `column = value` of log table `relation` as a directory (the caller's
     SELECT, cast to the table's columns) and register it: one write, one metastore call. -#}
 {% macro pk_write_log_partition(relation, column, value, info) -%}
-  {%- set location = lakerank.pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value -%}
-  {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank.write_fault()) %}
+  {%- set location = lakerank_lib.pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value -%}
+  {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank_lib.write_fault()) %}
   {%- if not adapter.lakerank_add_partition(relation, column, value, location) -%}
     {% call statement('pk_register_' ~ relation.identifier) -%}
       alter table {{ relation }} add if not exists partition ({{ column }} = {{ value }})
@@ -435,7 +435,7 @@
   {%- set producer = spec.changelog_producer -%}
   {% if producer == 'full-compaction' and not (compaction.full and compaction.since == commit_id - 1) -%}
     {%- if compaction.full -%}
-      {{ lakerank.pk_compaction_changelog(tables, layout, spec, compaction.since, commit_id) }}
+      {{ lakerank_lib.pk_compaction_changelog(tables, layout, spec, compaction.since, commit_id) }}
     {%- else -%}
       select cast(null as string) as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
       from {{ views.merged }} where false
@@ -443,13 +443,13 @@
   {%- else -%}
     select __kind as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
     from {{ views.merged }}
-    where __role = '{{ lakerank.pk_changelog_role(producer) }}'
+    where __role = '{{ lakerank_lib.pk_changelog_role(producer) }}'
   {%- endif %}
 {%- endmacro %}
 
 
 {% macro pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) -%}
-  {% call lakerank.pk_write_log_partition(tables.state, '_commit_id', commit_id, info) -%}
+  {% call lakerank_lib.pk_write_log_partition(tables.state, '_commit_id', commit_id, info) -%}
     select {% for c in layout.names %}{{ c }}, {% endfor %}true as _live
     from {{ views.merged }}
     where __role = 'after'
@@ -459,8 +459,8 @@
     left anti join (select * from {{ views.merged }} where __role = 'after') as after
       on {% for k in spec.primary_key %}stored.{{ k }} <=> after.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
   {%- endcall %}
-  {% call lakerank.pk_write_log_partition(tables.audit, '_commit_id', commit_id, info) -%}
-    {{ lakerank.pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
+  {% call lakerank_lib.pk_write_log_partition(tables.audit, '_commit_id', commit_id, info) -%}
+    {{ lakerank_lib.pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
   {%- endcall %}
 {%- endmacro %}
 
@@ -478,11 +478,11 @@
     where _commit_id > {{ from_commit }} and _commit_id <= {{ to_commit }}
   ),
   before_rows as (
-    select b.* from {{ lakerank.pk_state_at(tables.state, layout.names, pk, from_commit) }} as b
+    select b.* from {{ lakerank_lib.pk_state_at(tables.state, layout.names, pk, from_commit) }} as b
     left semi join keys on {% for k in pk %}b.{{ k }} <=> keys.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
   ),
   after_rows as (
-    select a.* from {{ lakerank.pk_state_at(tables.state, layout.names, pk, to_commit) }} as a
+    select a.* from {{ lakerank_lib.pk_state_at(tables.state, layout.names, pk, to_commit) }} as a
     left semi join keys on {% for k in pk %}a.{{ k }} <=> keys.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
   ),
   paired as (
@@ -533,7 +533,7 @@
   {%- for item in plan['replace'] -%}{%- do written.append(item[2]) -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
   {%- for item in plan['create'] -%}{%- do written.append(item[1]) -%}{%- endfor -%}
   {%- for item in plan['drop'] -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
-  {% call lakerank.pk_write_log_partition(tables.snapshots, 'snapshot_id', commit_id, info) -%}
+  {% call lakerank_lib.pk_write_log_partition(tables.snapshots, 'snapshot_id', commit_id, info) -%}
     select
       current_timestamp() as commit_time,
       'APPEND' as commit_kind,
@@ -542,7 +542,7 @@
       {% if spec.changelog_producer == 'full-compaction' -%}
       (select count(*) from {{ tables.audit }} where _commit_id = {{ commit_id }})
       {%- else -%}
-      count_if(__role = '{{ lakerank.pk_changelog_role(spec.changelog_producer) }}')
+      count_if(__role = '{{ lakerank_lib.pk_changelog_role(spec.changelog_producer) }}')
       {%- endif %} as changelog_record_count,
       {{ written | length }} as rewritten_partitions,
       {{ adapter.lakerank_path_bytes(written) }} as rewritten_bytes,
@@ -556,7 +556,7 @@
     below) makes this model's parquet write whose location contains <part> fail like a full
     disk, leaving a torn file behind (adapter.lakerank_write_dirs). -#}
 {% macro write_fault() -%}
-  {%- set fault = lakerank.model_fault() -%}
+  {%- set fault = lakerank_lib.model_fault() -%}
   {{ return(fault if fault is string and fault.startswith('write:') else '') }}
 {%- endmacro %}
 
@@ -574,7 +574,7 @@
     killed process would. A mapping (`{lakerank_fault: {model_a: logged, model_b: swapped}}`)
     stops each named model at its own step, so one run can crash several commits. -#}
 {% macro fault_point(name) -%}
-  {%- if lakerank.model_fault() == name -%}
+  {%- if lakerank_lib.model_fault() == name -%}
     {{ exceptions.raise_compiler_error("lakerank_fault: stopped after step '" ~ name ~ "'") }}
   {%- endif -%}
 {%- endmacro %}

@@ -2,7 +2,7 @@
   swap_partitions — lakerank's incremental materialization for plain parquet tables.
 
   The model's SELECT returns the complete new contents of the partitions it declared
-  with `lakerank.declare_partitions([...])` (a declared partition with no rows becomes
+  with `lakerank_lib.declare_partitions([...])` (a declared partition with no rows becomes
   empty). One run is one commit:
     1. the new partitions are written to a fresh directory (never over live data);
     2. with `changelog: true` and a `primary_key`, the row-level diff against the
@@ -26,19 +26,19 @@
   {%- set partition_by = config.require('partition_by') -%}
   {%- set primary_key = config.get('primary_key', []) -%}
   {%- set with_changelog = config.get('changelog', false) -%}
-  {%- set window = lakerank.commit_window() -%}
+  {%- set window = lakerank_lib.commit_window() -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set audit_relation = api.Relation.create(schema=this.schema, identifier=this.identifier ~ '__audit_log', type='table') -%}
 
   {%- set fingerprint = config.get('state_fingerprint') -%}
   {%- if existing is not none and not full_refresh -%}
-    {% do lakerank.check_fingerprint(target_relation, fingerprint) %}
+    {% do lakerank_lib.check_fingerprint(target_relation, fingerprint) %}
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing is not none and not window['pending'] and not full_refresh -%}
-    {% do lakerank.remember_written(target_relation, 'false') %}
+    {% do lakerank_lib.remember_written(target_relation, 'false') %}
     {% call statement('main') -%}
       select 'no pending commits' as status
     {%- endcall %}
@@ -70,15 +70,15 @@
     {%- endcall %}
     {%- set declared = adapter.lakerank_memo_get('partitions:' ~ invocation_id ~ ':' ~ this) -%}
     {%- if declared is none -%}
-      {{ exceptions.raise_compiler_error("swap_partitions model " ~ this ~ " must call lakerank.declare_partitions([...])") }}
+      {{ exceptions.raise_compiler_error("swap_partitions model " ~ this ~ " must call lakerank_lib.declare_partitions([...])") }}
     {%- endif -%}
     {%- if with_changelog -%}
-      {% do lakerank.write_audit_commit(target_relation, audit_relation, stage_relation, primary_key, partition_by, declared, commit_id, attempt) %}
+      {% do lakerank_lib.write_audit_commit(target_relation, audit_relation, stage_relation, primary_key, partition_by, declared, commit_id, attempt) %}
     {%- endif -%}
     {% do adapter.lakerank_swap_partitions(target_relation, stage_relation, partition_by, declared) %}
     {% call statement('drop_stage_after') -%} drop table if exists {{ stage_relation }} {%- endcall %}
-    {% do lakerank.record_commit(target_relation, commit_id, fingerprint) %}
-    {% do lakerank.remember_written(target_relation, 'true' if full_refresh else lakerank.partition_filter(partition_by, declared)) %}
+    {% do lakerank_lib.record_commit(target_relation, commit_id, fingerprint) %}
+    {% do lakerank_lib.remember_written(target_relation, 'true' if full_refresh else lakerank_lib.partition_filter(partition_by, declared)) %}
   {%- endif -%}
 
   {{ run_hooks(post_hooks) }}

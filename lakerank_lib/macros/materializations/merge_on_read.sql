@@ -3,10 +3,10 @@
   change a scattered subset of rows (Paimon's merge-on-read: a base plus a log of changes,
   merged when read, compacted now and then).
 
-  The model declares, with `lakerank.declare_rewrite(predicate)`, which of its current
+  The model declares, with `lakerank_lib.declare_rewrite(predicate)`, which of its current
   rows this run recomputes (a SQL predicate over the table's columns, alias `t`), and its
   SELECT returns the complete new contents of exactly those rows (a row it no longer
-  returns is deleted; `lakerank.prior_rows(predicate=...)` reads the current ones). One run is
+  returns is deleted; `lakerank_lib.prior_rows(predicate=...)` reads the current ones). One run is
   one commit, and it writes only what changed (the model's data tests in the same
   invocation read only the rows of the keys it changed):
     1. the row-level diff between the current rows under the predicate and the SELECT,
@@ -36,9 +36,9 @@
   {%- set existing = load_cached_relation(this) -%}
   {%- set primary_key = config.require('primary_key') -%}
   {%- set fingerprint = config.get('state_fingerprint') -%}
-  {%- set window = lakerank.commit_window() -%}
+  {%- set window = lakerank_lib.commit_window() -%}
   {%- set full_refresh = should_full_refresh() -%}
-  {%- set parts = lakerank.merge_on_read_parts(this) -%}
+  {%- set parts = lakerank_lib.merge_on_read_parts(this) -%}
 
   {%- if existing is not none and not full_refresh -%}
     {%- if existing.type != 'view' -%}
@@ -46,13 +46,13 @@
           this ~ " was built as a " ~ existing.type ~ " by an older lakerank layout; it is now a"
           ~ " merge-on-read view over " ~ parts['base'] ~ ". Run `dbt build --full-refresh` to rebuild it.") }}
     {%- endif -%}
-    {% do lakerank.check_fingerprint(view_relation, fingerprint) %}
+    {% do lakerank_lib.check_fingerprint(view_relation, fingerprint) %}
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing is not none and not window['pending'] and not full_refresh -%}
-    {% do lakerank.remember_written(view_relation, 'false') %}
+    {% do lakerank_lib.remember_written(view_relation, 'false') %}
     {% call statement('main') -%}
       select 'no pending commits' as status
     {%- endcall %}
@@ -60,22 +60,22 @@
     {%- set commit_id = window['to'] -%}
     {%- set attempt = commit_id ~ '_' ~ invocation_id[:8] -%}
     {%- if existing is none or full_refresh -%}
-      {% do lakerank.merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, attempt, fingerprint) %}
-      {% do lakerank.remember_written(view_relation, 'true') %}
+      {% do lakerank_lib.merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, attempt, fingerprint) %}
+      {% do lakerank_lib.remember_written(view_relation, 'true') %}
     {%- else -%}
       {%- set predicate = adapter.lakerank_memo_get('rewrite:' ~ invocation_id ~ ':' ~ this) -%}
       {%- if predicate is none -%}
-        {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank.declare_rewrite('<predicate>')") }}
+        {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank_lib.declare_rewrite('<predicate>')") }}
       {%- endif -%}
-      {% do lakerank.merge_on_read_commit(view_relation, parts, primary_key, predicate, commit_id, attempt) %}
+      {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, commit_id, attempt) %}
       {%- set base_commit = adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1') | int -%}
-      {%- if lakerank.merge_on_read_needs_compaction(parts, base_commit) -%}
-        {% do lakerank.merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) %}
+      {%- if lakerank_lib.merge_on_read_needs_compaction(parts, base_commit) -%}
+        {% do lakerank_lib.merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) %}
       {%- else -%}
-        {% do lakerank.record_commit(view_relation, commit_id, fingerprint, kind='view') %}
+        {% do lakerank_lib.record_commit(view_relation, commit_id, fingerprint, kind='view') %}
       {%- endif -%}
       {#- its data tests read the rows this commit changed (not the whole predicate) -#}
-      {% do lakerank.remember_written(view_relation,
+      {% do lakerank_lib.remember_written(view_relation,
           '(' ~ primary_key | join(', ') ~ ') in (select ' ~ primary_key | join(', ') ~ ' from '
           ~ parts['audit'] ~ ' where _commit_id = ' ~ commit_id ~ ')') %}
     {%- endif -%}
@@ -89,8 +89,8 @@
 {#- The side tables and storage root of a merge-on-read model. -#}
 {% macro merge_on_read_parts(relation) -%}
   {{ return({
-      'base': lakerank.side_table(relation, 'base'),
-      'audit': lakerank.side_table(relation, 'audit_log'),
+      'base': lakerank_lib.side_table(relation, 'base'),
+      'audit': lakerank_lib.side_table(relation, 'audit_log'),
       'root': (adapter.lakerank_schema_location(relation.schema) if execute else '')
               ~ '/' ~ relation.identifier ~ '__base',
       'cluster_by': config.get('cluster_by', config.get('primary_key')),
@@ -122,7 +122,7 @@
               cast({{ commit_id }} as bigint) as _commit_id
     from {{ parts['base'] }} as base
   {%- endcall %}
-  {% do lakerank.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
+  {% do lakerank_lib.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
 {%- endmacro %}
 
 
@@ -135,7 +135,7 @@
     {%- set location = adapter.lakerank_table_location(parts['audit']) ~ '/_v/c' ~ attempt -%}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
-      {{ lakerank.audit_diff(
+      {{ lakerank_lib.audit_diff(
           '(select * from ' ~ view_relation ~ ' as t where ' ~ predicate ~ ')',
           '(' ~ sql ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
@@ -182,7 +182,7 @@
   {% call statement('point_base') -%}
     alter table {{ parts['base'] }} set location '{{ location }}'
   {%- endcall %}
-  {% do lakerank.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
+  {% do lakerank_lib.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
   {% do adapter.lakerank_prune_versions(parts['root'] ~ '/_v', location) %}
 {%- endmacro %}
 
@@ -197,7 +197,7 @@
   {% call statement('replace_view') -%}
     create or replace view {{ view_relation }}
     tblproperties (
-      '{{ lakerank.commit_property() }}' = '{{ commit_id }}',
+      '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}',
       'lakerank.base_commit' = '{{ base_commit }}'
       {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
     as

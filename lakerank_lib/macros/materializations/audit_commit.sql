@@ -28,8 +28,8 @@
       using parquet partitioned by (_commit_id)
       location '{{ root }}/_v/c{{ attempt }}'
       as
-      {{ lakerank.audit_diff(
-          '(select * from ' ~ target ~ ' where ' ~ lakerank.partition_filter(partition_by, declared) ~ ')',
+      {{ lakerank_lib.audit_diff(
+          '(select * from ' ~ target ~ ' where ' ~ lakerank_lib.partition_filter(partition_by, declared) ~ ')',
           stage | string, cols, primary_key, commit_id) }}
     {%- endcall %}
     {%- set staged = adapter.lakerank_partition_locations(audit_stage) -%}

@@ -11,14 +11,14 @@
 
 {% macro watermark(relation) -%}
   {%- if not execute -%}{{ return(-1) }}{%- endif -%}
-  {{ return(adapter.lakerank_get_property(relation, lakerank.commit_property(), '-1') | int) }}
+  {{ return(adapter.lakerank_get_property(relation, lakerank_lib.commit_property(), '-1') | int) }}
 {%- endmacro %}
 
 
 {% macro record_commit(relation, commit_id, fingerprint=none, kind='table') -%}
   {% call statement('lakerank_record_commit') -%}
     alter {{ kind }} {{ relation }} set tblproperties (
-      '{{ lakerank.commit_property() }}' = '{{ commit_id }}'
+      '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}'
       {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
   {%- endcall %}
 {%- endmacro %}
@@ -53,17 +53,17 @@
   {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
   {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false}) }}{%- endif -%}
   {%- set source = api.Relation.create(schema=this.schema, identifier=source_model, type='table') -%}
-  {%- set head = lakerank.watermark(source) -%}
+  {%- set head = lakerank_lib.watermark(source) -%}
   {%- if should_full_refresh() -%}
     {%- set wm = -1 -%}
   {%- elif consumers -%}
     {%- set marks = [] -%}
     {%- for name in consumers -%}
-      {%- do marks.append(lakerank.watermark(api.Relation.create(schema=this.schema, identifier=name, type='table'))) -%}
+      {%- do marks.append(lakerank_lib.watermark(api.Relation.create(schema=this.schema, identifier=name, type='table'))) -%}
     {%- endfor -%}
     {%- set wm = marks | min -%}
   {%- else -%}
-    {%- set wm = lakerank.watermark(this) -%}
+    {%- set wm = lakerank_lib.watermark(this) -%}
   {%- endif -%}
   {%- set window = {'from': wm, 'to': head, 'pending': head > wm} -%}
   {%- do adapter.lakerank_memo_set(key, window) -%}
@@ -73,7 +73,7 @@
 
 {#- Rows of `source_relation` in the model's pending window (a parenthesised subquery). -#}
 {% macro pending_rows(source_relation, commit_column='_commit_id') -%}
-  {%- set w = lakerank.commit_window() -%}
+  {%- set w = lakerank_lib.commit_window() -%}
   (select * from {{ source_relation }}
    where {{ commit_column }} > {{ w['from'] }} and {{ commit_column }} <= {{ w['to'] }})
 {%- endmacro %}

@@ -1,5 +1,5 @@
 {#-
-  lakerank.as_of_join(facts, fact_time, dimension, key, columns, mode='event_time',
+  lakerank_lib.as_of_join(facts, fact_time, dimension, key, columns, mode='event_time',
                       ver_start='ver_start', ver_end='ver_end', bounds='[)', fact_key=none,
                       strategy='window')
 
@@ -7,7 +7,7 @@
   `dimension` (a zipper: key, ver_start, ver_end, values) version that matches each fact;
   NULL when none matches. Facts are never dropped or duplicated (strategy 'window' and mode
   'latest' guarantee it; strategy 'range_join' only if the versions of a key do not overlap).
-  Reference: docs/reference/as_of_join.md.
+  Reference: lakerank_lib/docs/as_of_join.md.
 
   Arguments
   - facts, dimension: a relation (ref/source), a CTE name, or a parenthesised subquery.
@@ -17,7 +17,7 @@
   - columns: dimension columns to add; an item may be 'col as alias' to rename it.
   - mode: 'event_time' = temporal join, the version valid at fact_time;
           'latest' = lookup join (processing time): the key's open (current) version, the one
-          whose ver_end is NULL or >= lakerank.open_version_end(), whatever the fact's time.
+          whose ver_end is NULL or >= lakerank_lib.open_version_end(), whatever the fact's time.
   - ver_start, ver_end: the dimension's interval columns. ver_end NULL means open.
   - bounds: '[)' (ver_start <= t < ver_end, the zipper's own convention) or '(]'
     (ver_start < t <= ver_end, the pipeline's "just before" lookup).
@@ -66,7 +66,7 @@ left join (
         from {{ dimension }} as _lr_d
         where
             {{ key_not_null | join(' and ') }}
-            and (_lr_d.{{ ver_end }} is null or _lr_d.{{ ver_end }} >= {{ lakerank.open_version_end() }})
+            and (_lr_d.{{ ver_end }} is null or _lr_d.{{ ver_end }} >= {{ lakerank_lib.open_version_end() }})
     ) as _lr_o
     where _lr_rn = 1
 ) as _lr_d

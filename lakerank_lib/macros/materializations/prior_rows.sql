@@ -16,7 +16,7 @@
     (select * from {{ this }} as t where {{ predicate }})
   {%- elif partition_column is not none -%}
     (select * from {{ this }}
-     where {{ lakerank.partition_filter(partition_column, partitions) }})
+     where {{ lakerank_lib.partition_filter(partition_column, partitions) }})
   {%- else -%}
     {{ this }}
   {%- endif -%}

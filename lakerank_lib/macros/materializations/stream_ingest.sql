@@ -8,7 +8,7 @@
 -#}
 {% materialization stream_ingest, default, supported_languages=['python'] %}
   {%- set target_relation = this.incorporate(type='table') -%}
-  {%- set before = lakerank.watermark(target_relation) if load_cached_relation(this) is not none else -1 -%}
+  {%- set before = lakerank_lib.watermark(target_relation) if load_cached_relation(this) is not none else -1 -%}
   {{ run_hooks(pre_hooks) }}
   {% call statement('main', language='python') -%}
 {{ compiled_code }}
@@ -21,12 +21,12 @@ lakerank_result = model(dbt, spark)
   {%- for key in parts -%}{%- do ids.append(key.split('=')[1] | int) -%}{%- endfor -%}
   {%- if ids -%}
     {%- set head = ids | max -%}
-    {%- if head > lakerank.watermark(target_relation) -%}
-      {% do lakerank.record_commit(target_relation, head) %}
+    {%- if head > lakerank_lib.watermark(target_relation) -%}
+      {% do lakerank_lib.record_commit(target_relation, head) %}
     {%- endif -%}
   {%- endif -%}
   {#- Its data tests in this invocation read only the commits it just wrote. -#}
-  {% do lakerank.remember_written(target_relation, '_commit_id > ' ~ before) %}
+  {% do lakerank_lib.remember_written(target_relation, '_commit_id > ' ~ before) %}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
