@@ -19,6 +19,9 @@ import pytest
 # One shuffle partition per core for the tests' tiny data (the profile's default is 4):
 # Paimon vectors subset 172 -> 158 s side by side.
 os.environ.setdefault("LAKERANK_SHUFFLE_PARTITIONS", "2")
+# The library's fault injection (var lakerank_fault, lakerank_lib/macros/testing/faults.sql)
+# is refused outside tests.
+os.environ["LAKERANK_TEST_HOOKS"] = "1"
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -1202,7 +1202,7 @@ class Planner:
             if info.get("fc_unfaithful") or info.get("fc_var_missing"):
                 return self.skip(index, what, "changelog-producer=full-compaction with explicit full compactions "
                                               "needs the dbt var lakerank_full_compaction (not implemented in "
-                                              "lakerank_lib/macros/materializations/pk_table.sql): without it every commit "
+                                              "lakerank_lib/macros/materializations/pk_table/): without it every commit "
                                               "produces the lookup changelog", True)
         for c in range(a + 1, b + 1):
             if self.commit_info.get(c, {}).get("partition_drop"):
@@ -1248,7 +1248,7 @@ class Planner:
                     self.add_commit(index, [], label="CALL sys.compact -> run with var lakerank_full_compaction")
                     return None
                 self.skip(index, what, "full compaction with changelog needs the dbt var lakerank_full_compaction "
-                                       "(not implemented in pk_table.sql)", False)
+                                       "(not implemented in lakerank_lib/macros/materializations/pk_table/)", False)
                 return None
             self.plan.notes.append(f"step {index}: CALL sys.compact is a no-op (every pk_table commit is a full "
                                    "compaction that drops tombstones)")
@@ -1590,7 +1590,7 @@ def render_doc(classes: List[Classification], caps: Capabilities, data: Dict[str
         "",
         "Materialization capabilities detected when this was generated:",
         f"- dbt var `lakerank_full_compaction` (explicit full compaction with changelog): "
-        f"{'implemented' if caps.full_compaction_var else '**not implemented** in lakerank_lib/macros/materializations/pk_table.sql'}",
+        f"{'implemented' if caps.full_compaction_var else '**not implemented** in lakerank_lib/macros/materializations/pk_table/'}",
         f"- immutable `ignore-delete` / `ignore-update-before` check (\"Cannot change ... from true to false.\"): "
         f"{'implemented' if caps.immutable_option_check else '**not implemented**'}",
         "",

@@ -50,6 +50,7 @@ def _table(pk: PkProject, m: str) -> dict:
 def test_stopped_commit_is_applied_once_on_rerun(runner, tmp_path):
     pk = PkProject(runner, tmp_path, {m: MODEL for m in FAULTS})
     pk.invoke("run", vars_={"rows": FIRST})
+    _assert_fault_hook_is_test_only(pk)
 
     res = pk.invoke("run", vars_={"rows": SECOND,
                                   "lakerank_fault": {m: WRITE_FAULTS.get(m, m) for m in FAULTS}},
@@ -83,6 +84,20 @@ def test_stopped_commit_is_applied_once_on_rerun(runner, tmp_path):
         assert second == sorted([("-U", 1, 10), ("+U", 1, 11), ("-U", 3, 30), ("+U", 3, 33), ("+I", 6, 6)]), fault
         assert {r["k"]: r["v"] for r in as_of_1[fault]} == AFTER_FIRST, fault
         _assert_no_orphan_directories(pk, fault)
+
+
+def _assert_fault_hook_is_test_only(pk: PkProject) -> None:
+    """Outside the tests' environment (LAKERANK_TEST_HOOKS) the fault var is refused: the
+    run fails at once with a message naming it, and the table is unchanged."""
+    os.environ.pop("LAKERANK_TEST_HOOKS")
+    try:
+        res = pk.invoke("run", "--select", "logged", vars_={"rows": SECOND, "lakerank_fault": "logged"},
+                        expect_success=False)
+    finally:
+        os.environ["LAKERANK_TEST_HOOKS"] = "1"
+    assert [str(r.status) for r in res.result.results] == ["error"]
+    assert "needs LAKERANK_TEST_HOOKS=1" in str(res.result.results[0].message)
+    assert _table(pk, "logged") == AFTER_FIRST
 
 
 def _assert_no_orphan_directories(pk: PkProject, model: str) -> None:

@@ -1,6 +1,9 @@
 {#-
   pk_table — Paimon's primary-key table on plain parquet. One `dbt run` of the model is one
   commit; the model's SELECT is the commit's input. Reference: lakerank_lib/docs/pk_table.md.
+  Its steps, one file each beside this one (the way dbt-spark splits `incremental`):
+  validate.sql (columns vs config), ddl.sql (tables, views), recover.sql (a dead run's
+  commit), merge.sql (the merge), logs.sql (state and audit logs), snapshots.sql.
 
   Config
     primary_key   list of key columns (required; must contain every partition column)

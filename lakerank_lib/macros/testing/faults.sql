@@ -1,0 +1,35 @@
+{#- Fault injection for lakerank's own crash and write-failure tests (tests/python). A test-only
+    hook: the var `lakerank_fault` is refused unless the environment sets LAKERANK_TEST_HOOKS=1
+    (tests/python/conftest.py does), so a stray var can never stop or break a real build. -#}
+
+
+{#- Write-failure injection for tests: `lakerank_fault: "write:<part>"` (or per model, as
+    below) makes this model's parquet write whose location contains <part> fail like a full
+    disk, leaving a torn file behind (adapter.lakerank_write_dirs). -#}
+{% macro write_fault() -%}
+  {%- set fault = lakerank_lib.model_fault() -%}
+  {{ return(fault if fault is string and fault.startswith('write:') else '') }}
+{%- endmacro %}
+
+
+{#- This model's `lakerank_fault` value (a plain value applies to every model). -#}
+{% macro model_fault() -%}
+  {%- set fault = var('lakerank_fault', '') -%}
+  {%- if fault and env_var('LAKERANK_TEST_HOOKS', '') != '1' -%}
+    {{ exceptions.raise_compiler_error("var lakerank_fault is a hook of lakerank's own tests (it stops or breaks"
+         ~ " commits on purpose) and needs LAKERANK_TEST_HOOKS=1 in the environment; drop the var") }}
+  {%- endif -%}
+  {%- if fault is mapping -%}{%- set fault = fault.get(this.name, '') -%}{%- endif -%}
+  {{ return(fault) }}
+{%- endmacro %}
+
+
+{#- Crash injection for tests: `--vars '{lakerank_fault: swapped}'` stops the run right
+    after that step (staged, logged, planned, swapped, recorded), leaving everything as a
+    killed process would. A mapping (`{lakerank_fault: {model_a: logged, model_b: swapped}}`)
+    stops each named model at its own step, so one run can crash several commits. -#}
+{% macro fault_point(name) -%}
+  {%- if lakerank_lib.model_fault() == name -%}
+    {{ exceptions.raise_compiler_error("lakerank_fault: stopped after step '" ~ name ~ "'") }}
+  {%- endif -%}
+{%- endmacro %}
