@@ -7,3 +7,9 @@
   {%- else -%}{{ return(value | list) }}
   {%- endif -%}
 {%- endmacro %}
+
+
+{#- `a.k <=> b.k and ...` over the key columns `keys` of two aliases (null-safe). -#}
+{% macro key_match(a, b, keys) -%}
+  {%- for k in keys %}{{ a }}.{{ k }} <=> {{ b }}.{{ k }}{{ ' and ' if not loop.last }}{% endfor -%}
+{%- endmacro %}

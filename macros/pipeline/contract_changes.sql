@@ -12,6 +12,13 @@
 {%- endmacro %}
 
 
+{#- The pipeline's commit window: every pipeline model's commit source is
+    stg_contract_changelog (lakerank_lib.commit_window). -#}
+{% macro contract_window(consumers=none) -%}
+  {{ return(lakerank_lib.commit_window(ref('stg_contract_changelog'), consumers)) }}
+{%- endmacro %}
+
+
 {#- pk_table bucket of a project-keyed state table (var project_buckets). -#}
 {% macro project_bucket(col='project_id') -%}
   {{ lakerank_lib.bucket_of([col], var('project_buckets', 8)) }}
@@ -20,7 +27,7 @@
 
 {#- Project buckets touched by the pending changes (compile-time list). -#}
 {% macro touched_buckets() -%}
-  {%- if not lakerank_lib.commit_window()['pending'] -%}{{ return([]) }}{%- endif -%}
+  {%- if not lakerank.contract_window()['pending'] -%}{{ return([]) }}{%- endif -%}
   {{ return(lakerank_lib.query_values(
       "select distinct cast(" ~ lakerank.project_bucket() ~ " as string) from ("
       ~ lakerank.contract_changes() ~ ")")) }}

@@ -9,7 +9,6 @@
 {{ config(
     materialized='pk_table',
     primary_key=['project_id'],
-    commit_source='stg_project_changes',
     order_by=['_source_file', '_source_line'],
     options={
         'merge-engine': 'deduplicate',
@@ -17,7 +16,7 @@
         'changelog-producer': 'lookup',
     },
 ) }}
-{%- set window = lakerank_lib.commit_window() -%}
+{%- set window = lakerank_lib.commit_window(ref('stg_project_changes')) -%}
 
 with
 

@@ -7,7 +7,6 @@
 {{ config(
     materialized='pk_table',
     primary_key=['payment_id'],
-    commit_source='stg_payments',
     order_by=['_source_file', '_source_line'],
     options={
         'merge-engine': 'deduplicate',

@@ -8,7 +8,7 @@ This model keeps one watermark per source (table properties
 `lakerank.source.<name>`) and publishes, per run, the rows of every source's pending
 window (watermark, head] as ONE new commit `_commit_id` of its own table, recording
 the new head and all watermarks in one metastore call; project_wide then takes this
-table as its commit_source. Each source's rows are mapped to the wide table's columns
+table as its commit source. Each source's rows are mapped to the wide table's columns
 of their stream (the other columns are NULL). `--full-refresh` re-reads every source
 from its first commit (rebuild project_wide with it). See
 python_udfs.landing_ingest.run_commit_union.

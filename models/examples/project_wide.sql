@@ -14,7 +14,6 @@
 {{ config(
     materialized='pk_table',
     primary_key=['project_id'],
-    commit_source='int_project_wide_changes',
     options={
         'merge-engine': 'partial-update',
         'fields.contracts_changed_at.sequence-group': 'contract_count,contract_amount,last_sign_time',

@@ -12,10 +12,8 @@
     The window starts at the older watermark of the two consumers. -#}
 {{ config(
     materialized='table',
-    commit_source='stg_contract_changelog',
-    commit_consumers=['dim_project_rank_version', 'fct_contract_rank'],
 ) }}
-{%- set w = lakerank_lib.commit_window() -%}
+{%- set w = lakerank.contract_window(consumers=['dim_project_rank_version', 'fct_contract_rank']) -%}
 
 with
 

@@ -7,9 +7,9 @@
     compact_commits=var('compact_commits'),
     primary_key=['contract_id'],
     cluster_by=['project_id', 'segment_start'],
-    commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
+{%- do lakerank.contract_window() -%}
 {%- set touched_slices -%}
     (t.project_id, t.segment_start) in (
         select project_id, segment_start from ({{ lakerank.contract_changes() }}))

@@ -14,9 +14,9 @@
         'changelog-producer.row-deduplicate': 'true',
         'bucket': var('project_buckets'),
     },
-    commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
+{%- do lakerank.contract_window() -%}
 {%- set touched_buckets = lakerank.touched_buckets() -%}
 
 with

@@ -2,18 +2,4 @@
     change of the accumulation as rowkind (+I, -U, +U, -D) with `_commit_id`. -#}
 {{ config(materialized='view') }}
 
-with
-
-audit as (
-    select * from {{ lakerank_lib.audit_log(ref('int_project_rank_accumulation')) }}
-)
-
-select
-    rowkind,
-    project_id,
-    max_rn,
-    max_event_time,
-    segments,
-    _commit_id,
-    _commit_time
-from audit
+select * from {{ lakerank_lib.audit_log(ref('int_project_rank_accumulation')) }}

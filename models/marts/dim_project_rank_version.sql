@@ -9,9 +9,9 @@
     compact_commits=var('compact_commits'),
     primary_key=['project_id', 'ver_start'],
     cluster_by=['project_id', 'segment_start'],
-    commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
+{%- do lakerank.contract_window() -%}
 {%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate('rewrite_from')) -%}
 
 with

@@ -10,9 +10,9 @@
     compact_commits=var('compact_commits'),
     cluster_by=['project_id', 'segment_start'],
     primary_key=['contract_id'],
-    commit_source='stg_contract_changelog',
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
+{%- do lakerank.contract_window() -%}
 {%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate('touched_from')) -%}
 
 with

@@ -1,7 +1,7 @@
 {#-
   lakerank commits. A model's watermark — the last commit it fully applied — is the
   table property `lakerank.commit_id` of its table, set (one metastore call) only after
-  its data is in place. Commit ids come from the model's `commit_source` (for the
+  its data is in place. Commit ids come from the model's commit source (for the
   pipeline: the streaming batch ids of stg_contract_changelog, whose newest is that
   table's own `lakerank.commit_id`). A model's pending window is (watermark, head].
 -#}
@@ -41,18 +41,20 @@
 {%- endmacro %}
 
 
-{#- The model's pending commit window {'from', 'to', 'pending'}, computed once per
-    invocation and shared by the model's SQL and its materialization. `consumers`
-    widens `from` to the oldest watermark among those models (for a shared scope).
-    On --full-refresh, or before the table exists, `from` is -1. -#}
-{% macro commit_window(source_model=none, consumers=none) -%}
-  {%- set source_model = source_model or config.get('commit_source') -%}
-  {%- set consumers = consumers or config.get('commit_consumers') or [] -%}
+{#- The model's pending commit window {'from', 'to', 'pending'}: (its watermark, head of
+    `source`], where `source` is the relation whose commits drive the model, given as
+    `ref('...')` or `source('...', '...')` so that the DAG shows the dependency. The model's
+    SQL calls it first, directly or through `pending_rows(ref(...))`; the window is kept for
+    the invocation, and the materialization reads the same one with no argument (none when
+    the model declared no source). `consumers` widens `from` to the oldest watermark among
+    those models (for a shared scope). On --full-refresh, or before the table exists,
+    `from` is -1. -#}
+{% macro commit_window(source=none, consumers=none) -%}
   {%- set key = 'window:' ~ invocation_id ~ ':' ~ this -%}
   {%- set cached = adapter.lakerank_memo_get(key) -%}
   {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
+  {%- if source is none -%}{{ return(none) }}{%- endif -%}
   {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false}) }}{%- endif -%}
-  {%- set source = api.Relation.create(schema=this.schema, identifier=source_model, type='table') -%}
   {%- set head = lakerank_lib.watermark(source) -%}
   {%- if should_full_refresh() -%}
     {%- set wm = -1 -%}
@@ -71,9 +73,21 @@
 {%- endmacro %}
 
 
+{#- The window of a model that must have one (merge_on_read, swap_partitions). -#}
+{% macro required_commit_window(materialization) -%}
+  {%- set window = lakerank_lib.commit_window() -%}
+  {%- if window is none -%}
+    {{ exceptions.raise_compiler_error(materialization ~ " model " ~ this ~ " has no commit source: its SQL"
+         ~ " must read it with lakerank_lib.pending_rows(ref('<model>')) or call"
+         ~ " lakerank_lib.commit_window(ref('<model>')) first") }}
+  {%- endif -%}
+  {{ return(window) }}
+{%- endmacro %}
+
+
 {#- Rows of `source_relation` in the model's pending window (a parenthesised subquery). -#}
 {% macro pending_rows(source_relation, commit_column='_commit_id') -%}
-  {%- set w = lakerank_lib.commit_window() -%}
+  {%- set w = lakerank_lib.commit_window(source_relation) -%}
   (select * from {{ source_relation }}
    where {{ commit_column }} > {{ w['from'] }} and {{ commit_column }} <= {{ w['to'] }})
 {%- endmacro %}

@@ -20,9 +20,7 @@
   {%- if ('_commit_id=' ~ commit_id) not in existing -%}
     {%- set audit_stage = api.Relation.create(schema=audit.schema, identifier=audit.identifier ~ '__stage', type='table') -%}
     {%- set root = adapter.lakerank_table_location(audit) -%}
-    {%- if adapter.lakerank_table_exists(audit_stage) -%}  {#- left by a killed run -#}
-      {% call statement('drop_audit_stage') -%} drop table if exists {{ audit_stage }} {%- endcall %}
-    {%- endif -%}
+    {% do lakerank_lib.drop_leftover(audit_stage) %}
     {% call statement('write_audit') -%}
       create table {{ audit_stage }}
       using parquet partitioned by (_commit_id)
@@ -47,10 +45,14 @@
 {#- The row-level diff from `old_rows` to `new_rows` (two relations or parenthesised
     queries with columns `cols`), keyed by `primary_key`, as audit-log rows: rowkind
     (-U/+U for a changed row, +I new, -D gone), the columns, `_commit_time` and (unless
-    `with_commit_id` is false) `_commit_id`. Unchanged rows produce nothing. -#}
-{% macro audit_diff(old_rows, new_rows, cols, primary_key, commit_id, with_commit_id=true) -%}
-  {%- set value_cols = [] -%}
-  {%- for c in cols -%}{%- if c not in primary_key -%}{%- do value_cols.append(c) -%}{%- endif -%}{%- endfor -%}
+    `with_commit_id` is false) `_commit_id`. A key on both sides is a change when one of the
+    `compared` columns (default: every non-key column) differs; `keep_unchanged` emits -U/+U
+    for every key on both sides (Paimon's lookup changelog without row deduplication). -#}
+{% macro audit_diff(old_rows, new_rows, cols, primary_key, commit_id, with_commit_id=true, compared=none, keep_unchanged=false) -%}
+  {%- if compared is none -%}
+    {%- set compared = [] -%}
+    {%- for c in cols if c not in primary_key -%}{%- do compared.append(c) -%}{%- endfor -%}
+  {%- endif -%}
   with old_rows as (select * from {{ old_rows }}),
   new_rows as (select * from {{ new_rows }}),
   paired as (
@@ -62,14 +64,16 @@
       n.{{ primary_key[0] }} is not null as has_new
     from old_rows as o
     full outer join new_rows as n
-      on {% for k in primary_key %}o.{{ k }} = n.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+      on {{ lakerank_lib.key_match('o', 'n', primary_key) }}
   ),
   changed as (
     select * from paired
+    {%- if not keep_unchanged %}
     where not (has_old and has_new)
-      {%- for c in value_cols %}
+      {%- for c in compared %}
       or not (o__{{ c }} <=> n__{{ c }})
       {%- endfor %}
+    {%- endif %}
   ),
   kinds as (
     select stack(2,

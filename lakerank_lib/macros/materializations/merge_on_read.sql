@@ -27,7 +27,9 @@
   the same rows, because applying a change again over a base that already holds it is a
   no-op.
 
-  Config: primary_key (list, required), commit_source, state_fingerprint,
+  Commit source (required): the model's SQL reads it with lakerank_lib.pending_rows(ref(...))
+  or calls lakerank_lib.commit_window(ref(...)) first.
+  Config: primary_key (list, required), state_fingerprint,
   cluster_by (default primary_key), compact_commits (default 10), compact_ratio (0.5),
   compact_min_bytes (16 MiB).
 -#}
@@ -36,7 +38,7 @@
   {%- set existing = load_cached_relation(this) -%}
   {%- set primary_key = config.require('primary_key') -%}
   {%- set fingerprint = config.get('state_fingerprint') -%}
-  {%- set window = lakerank_lib.commit_window() -%}
+  {%- set window = lakerank_lib.required_commit_window('merge_on_read') -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set parts = lakerank_lib.merge_on_read_parts(this) -%}
 
@@ -52,13 +54,10 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing is not none and not window['pending'] and not full_refresh -%}
-    {% do lakerank_lib.remember_written(view_relation, 'false') %}
-    {% call statement('main') -%}
-      select 'no pending commits' as status
-    {%- endcall %}
+    {% do lakerank_lib.commit_nothing(view_relation) %}
   {%- else -%}
     {%- set commit_id = window['to'] -%}
-    {%- set attempt = commit_id ~ '_' ~ invocation_id[:8] -%}
+    {%- set attempt = lakerank_lib.commit_attempt(commit_id) -%}
     {%- if existing is none or full_refresh -%}
       {% do lakerank_lib.merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, attempt, fingerprint) %}
       {% do lakerank_lib.remember_written(view_relation, 'true') %}

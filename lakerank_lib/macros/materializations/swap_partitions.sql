@@ -16,7 +16,9 @@
   A run killed anywhere is repaired by running again: the SELECT recomputes the same
   contents from the same pending window, and steps 2-4 are idempotent.
 
-  Config: partition_by (one column), commit_source (model whose commits drive this one),
+  Commit source (required): the model's SQL reads it with lakerank_lib.pending_rows(ref(...))
+  or calls lakerank_lib.commit_window(ref(...)) first.
+  Config: partition_by (one column),
   primary_key (list, for the changelog), changelog (bool), state_fingerprint (settings the
   table's state depends on; a run with other settings fails unless --full-refresh).
 -#}
@@ -26,7 +28,7 @@
   {%- set partition_by = config.require('partition_by') -%}
   {%- set primary_key = config.get('primary_key', []) -%}
   {%- set with_changelog = config.get('changelog', false) -%}
-  {%- set window = lakerank_lib.commit_window() -%}
+  {%- set window = lakerank_lib.required_commit_window('swap_partitions') -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set audit_relation = api.Relation.create(schema=this.schema, identifier=this.identifier ~ '__audit_log', type='table') -%}
 
@@ -38,10 +40,7 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing is not none and not window['pending'] and not full_refresh -%}
-    {% do lakerank_lib.remember_written(target_relation, 'false') %}
-    {% call statement('main') -%}
-      select 'no pending commits' as status
-    {%- endcall %}
+    {% do lakerank_lib.commit_nothing(target_relation) %}
   {%- else -%}
     {%- set commit_id = window['to'] -%}
     {%- if full_refresh and existing is not none -%}
@@ -58,10 +57,8 @@
       {%- endcall %}
     {%- endif -%}
     {%- set root = adapter.lakerank_table_location(target_relation) -%}
-    {%- set attempt = commit_id ~ '_' ~ invocation_id[:8] -%}
-    {%- if adapter.lakerank_table_exists(stage_relation) -%}  {#- left by a killed run -#}
-      {% call statement('drop_stage') -%} drop table if exists {{ stage_relation }} {%- endcall %}
-    {%- endif -%}
+    {%- set attempt = lakerank_lib.commit_attempt(commit_id) -%}
+    {% do lakerank_lib.drop_leftover(stage_relation) %}
     {% call statement('main') -%}
       create table {{ stage_relation }}
       using parquet partitioned by ({{ partition_by }})

@@ -62,7 +62,7 @@
     select {% for c in layout.names %}stored.{{ c }}, {% endfor %}false as _live
     from {{ views.stored }} as stored
     left anti join (select * from {{ views.merged }} where __role = 'after') as after
-      on {% for k in spec.primary_key %}stored.{{ k }} <=> after.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+      on {{ lakerank_lib.key_match('stored', 'after', spec.primary_key) }}
   {%- endcall %}
   {% call lakerank_lib.pk_write_log_partition(tables.audit, '_commit_id', commit_id, info) -%}
     {{ lakerank_lib.pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
@@ -77,46 +77,15 @@
   {%- set pk = spec.primary_key -%}
   {%- set compared = [] -%}
   {%- for c in layout.names if c not in pk and c not in spec.row_dedup_ignore -%}{%- do compared.append(c) -%}{%- endfor -%}
-  with
-  keys as (
-    select distinct {{ pk | join(', ') }} from {{ tables.state }}
-    where _commit_id > {{ from_commit }} and _commit_id <= {{ to_commit }}
-  ),
-  before_rows as (
-    select b.* from {{ lakerank_lib.pk_state_at(tables.state, layout.names, pk, from_commit) }} as b
-    left semi join keys on {% for k in pk %}b.{{ k }} <=> keys.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
-  ),
-  after_rows as (
-    select a.* from {{ lakerank_lib.pk_state_at(tables.state, layout.names, pk, to_commit) }} as a
-    left semi join keys on {% for k in pk %}a.{{ k }} <=> keys.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
-  ),
-  paired as (
-    select
-      {%- for c in layout.names %}
-      b.{{ c }} as b__{{ c }}, a.{{ c }} as a__{{ c }},
-      {%- endfor %}
-      b.{{ pk[0] }} is not null as has_before,
-      a.{{ pk[0] }} is not null as has_after
-    from before_rows as b
-    full outer join after_rows as a
-      on {% for k in pk %}b.{{ k }} <=> a.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
-    {%- if spec.row_dedup %}
-    where not (b.{{ pk[0] }} is not null and a.{{ pk[0] }} is not null
-      {%- for c in compared %} and b.{{ c }} <=> a.{{ c }}{% endfor %})
-    {%- endif %}
-  ),
-  kinds as (
-    select stack(2,
-      case when has_after then '-U' else '-D' end, false,
-      case when has_before then '+U' else '+I' end, true) as (rowkind, is_after),
-      paired.*
-    from paired
-  )
-  select rowkind,
-    {%- for c in layout.names %}
-    case when is_after then a__{{ c }} else b__{{ c }} end as {{ c }},
-    {%- endfor %}
-    current_timestamp() as _commit_time
-  from kinds
-  where (is_after and has_after) or (not is_after and has_before)
+  {%- set keys -%}
+    (select distinct {{ pk | join(', ') }} from {{ tables.state }}
+     where _commit_id > {{ from_commit }} and _commit_id <= {{ to_commit }})
+  {%- endset -%}
+  {%- set sides = [] -%}
+  {%- for commit in [from_commit, to_commit] -%}
+    {%- do sides.append('(select s.* from ' ~ lakerank_lib.pk_state_at(tables.state, layout.names, pk, commit)
+          ~ ' as s left semi join ' ~ keys ~ ' as keys on ' ~ lakerank_lib.key_match('s', 'keys', pk) ~ ')') -%}
+  {%- endfor -%}
+  {{ lakerank_lib.audit_diff(sides[0], sides[1], layout.names, pk, to_commit, with_commit_id=false,
+                             compared=compared, keep_unchanged=not spec.row_dedup) }}
 {%- endmacro %}

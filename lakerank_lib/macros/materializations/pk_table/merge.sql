@@ -51,7 +51,7 @@
     single-record shortcut) — unless the merge function must see it (lookup compaction on
     partial-update/aggregation) or rowkind.field decides kinds. -#}
 {% macro pk_merge(target, views, layout, spec, partition_by, touched) -%}
-  {%- set on_key = lakerank_lib.pk_key_match('a', 'b', spec.primary_key) -%}
+  {%- set on_key = lakerank_lib.key_match('a', 'b', spec.primary_key) -%}
   {% call statement('pk_stored') -%}
     create or replace temporary view {{ views.stored }} as
     select {% for c in layout.names %}a.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
@@ -68,11 +68,6 @@
     {% do lakerank_lib.pk_python_merge(views, layout, spec, on_key) %}
   {%- endif -%}
   {% do adapter.lakerank_materialize_view(views.merged) %}
-{%- endmacro %}
-
-
-{% macro pk_key_match(a, b, primary_key) -%}
-  {%- for k in primary_key %}{{ a }}.{{ k }} <=> {{ b }}.{{ k }}{{ ' and ' if not loop.last }}{% endfor -%}
 {%- endmacro %}
 
 
@@ -213,7 +208,7 @@
   select {% for c in layout.names %}kept.{{ c }}, {% endfor %}kept._bucket
   from {{ target }} as kept
   left anti join {{ views.input }} as input
-    on {% for k in spec.primary_key %}kept.{{ k }} <=> input.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+    on {{ lakerank_lib.key_match('kept', 'input', spec.primary_key) }}
   where {{ lakerank_lib.pk_touched_filter(partition_by, touched) }}
   union all
   select {% for c in layout.names %}{{ c }}, {% endfor %}{{ lakerank_lib.pk_bucket_expr(spec) }} as _bucket

@@ -18,8 +18,9 @@
                   compaction in this run, like Paimon's CALL sys.compact; with
                   changelog-producer full-compaction that is when changelog is produced
                   (also every `full-compaction.delta-commits` commits, if set)
-    commit_source optional: a lakerank commit source; the run commits only when that
-                  model has pending commits (use lakerank_lib.pending_rows(ref(...)) as input)
+  Commit source (optional): a model that reads its input with
+    lakerank_lib.pending_rows(ref('<source>')) (or calls lakerank_lib.commit_window(ref(...)))
+    commits only when that source has pending commits, and records the source's head.
     state_fingerprint optional: settings the table's state depends on (a run with other
                   settings stops unless --full-refresh)
   An input column `rowkind` ('+I', '-U', '+U', '-D'; NULL or absent = '+I') is the row kind
@@ -90,7 +91,7 @@
   {%- set commit_id = snapshot_id + 1 -%}
   {%- set compaction = lakerank_lib.pk_compaction(spec, options, commit_id, props) -%}
 
-  {%- set window = lakerank_lib.commit_window() if config.get('commit_source') else none -%}
+  {%- set window = lakerank_lib.commit_window() -%}
   {%- if window is not none and existed and not window['pending'] and not should_full_refresh() -%}
     {%- set touched = [] -%}
   {%- else -%}
@@ -114,7 +115,7 @@
     {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
   {%- else -%}
     {% do lakerank_lib.pk_merge(target, views, layout, spec, partition_by, touched) %}
-    {%- set stage = lakerank_lib.pk_location(target, info) ~ '/_v/c' ~ commit_id ~ '_' ~ invocation_id[:8] -%}
+    {%- set stage = lakerank_lib.pk_location(target, info) ~ '/_v/c' ~ lakerank_lib.commit_attempt(commit_id) -%}
     {% do adapter.lakerank_write_dirs(lakerank_lib.pk_new_buckets(target, views, layout, spec, partition_by, touched),
                                       stage, partition_by + ['_bucket'], fault=lakerank_lib.write_fault()) %}
     {% do lakerank_lib.fault_point('staged') %}
