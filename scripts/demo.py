@@ -108,10 +108,10 @@ def report_final(home: pathlib.Path) -> None:
     ).first()
     print(f"All events accounted for: landed {counts['landed']} = applied {counts['applied']} + no-op {counts['noop']}"
           f" + stale {counts['stale']} + before-image {counts['before_image']} + quarantined {counts['quarantined']}")
-    print("Examples (docs/examples.md) — wide table project_wide (seed 003):")
+    print("Examples (docs/examples.md) — wide table dim_project_wide (seed 003):")
     s.sql(
         "select project_id, contract_count, contract_amount, payment_count, paid_amount, designer, design_status "
-        "from lakerank.project_wide order by project_id"
+        "from lakerank.dim_project_wide order by project_id"
     ).show(20, truncate=False)
     print("Contracts with their project as of sign_time and now (seed 002):")
     s.sql(

@@ -2,7 +2,7 @@
     (duplicate) or corrected (same payment_id, newer op_ts); a late older version
     never overwrites a newer one (sequence.field op_ts; ties: the later file and line).
     Its lookup changelog (audit log) turns every change of a payment into retract rows
-    (+I, or -U/+U) that project_wide sums per project; re-sends produce nothing
+    (+I, or -U/+U) that dim_project_wide sums per project; re-sends produce nothing
     (row-deduplicate). -#}
 {{ config(
     materialized='pk_table',

@@ -1,16 +1,16 @@
 """Seed 003 multi-stream input — one commit stream out of three.
 
-The wide table `project_wide` is a pk_table, and a pk_table run consumes the pending
+The wide table `dim_project_wide` is a pk_table, and a pk_table run consumes the pending
 window of ONE commit source. Its three streams have three commit id spaces: the
 contract changelog's batch ids (stg_contract_changelog), int_payments' snapshot ids
 (its audit log: payment versions as retract changes) and stg_design_changes' batch ids.
 This model keeps one watermark per source (table properties
 `lakerank.source.<name>`) and publishes, per run, the rows of every source's pending
 window (watermark, head] as ONE new commit `_commit_id` of its own table, recording
-the new head and all watermarks in one metastore call; project_wide then takes this
+the new head and all watermarks in one metastore call; dim_project_wide then takes this
 table as its commit source. Each source's rows are mapped to the wide table's columns
 of their stream (the other columns are NULL). `--full-refresh` re-reads every source
-from its first commit (rebuild project_wide with it). See
+from its first commit (rebuild dim_project_wide with it). See
 python_udfs.landing_ingest.run_commit_union.
 """
 

@@ -3,7 +3,7 @@ events in plain Python/pandas + DuckDB:
 
 * the generic landing ingest (python_udfs/landing_ingest.py) of three streams: typed rows,
   quarantine with reason and raw line, counts that reconcile;
-* seed 003's wide table ``project_wide`` (partial-update, one sequence group per stream, fed
+* seed 003's wide table ``dim_project_wide`` (partial-update, one sequence group per stream, fed
   by ``int_project_wide_changes``' multi-source commits), ``int_payments``;
 * seed 002's dimension ``dim_project`` (deduplicate, -D), its event-time versions
   ``dim_project_history`` and the enrichment ``fct_contract_enriched`` (temporal and
@@ -516,11 +516,11 @@ def test_examples_match_oracle(lakerank):
 
         contract_rows = contract_changelog(landed_contracts)
         wide = expected_wide(contract_rows, payments, valid_events(landed["design_changes"]))
-        got = rows(read(lakerank, f"select * from {SCHEMA}.project_wide"), ["project_id"] + WIDE_COLUMNS)
+        got = rows(read(lakerank, f"select * from {SCHEMA}.dim_project_wide"), ["project_id"] + WIDE_COLUMNS)
         want = sorted(((p, *[shown(r[c]) for c in WIDE_COLUMNS]) for p, r in wide.items()), key=repr)
-        assert_same("project_wide", got, want)
-        assert_same("project_wide audit log replay",
-                    replay_audit_log(lakerank, "project_wide", "project_id", WIDE_COLUMNS), got)
+        assert_same("dim_project_wide", got, want)
+        assert_same("dim_project_wide audit log replay",
+                    replay_audit_log(lakerank, "dim_project_wide", "project_id", WIDE_COLUMNS), got)
 
         # the multi-source commit: every source consumed up to its head, nothing twice
         props = {r[0]: r[1] for r in lakerank.spark().sql(
