@@ -58,6 +58,19 @@
   {%- for c in columns %}{% do order.append(c ~ ' asc nulls first') %}{% endfor -%}
   {%- set window = 'partition by ' ~ part ~ ' order by ' ~ (order | join(', ')) -%}
   {%- set out = key + ['ver_start', 'ver_end'] + columns -%}
+  {#- The last change of each version_time (the next row, if any, is a later version_time):
+      key, _lr_t, _lr_add, columns and _lr_next, the next version_time. -#}
+  {%- set last_changes -%}
+select * from (
+    select
+        {{ part }}, _lr_t, _lr_add, {{ columns | join(', ') }},
+        lead(_lr_t) over ({{ window }}) as _lr_next
+    from (
+        {{ lakerank_lib._zipper_changes(source, key, version_time, columns, change_order, rowkind) | indent(8) }}
+    ) as _lr_c
+) as _lr_n
+where not (_lr_next <=> _lr_t)
+  {%- endset -%}
 select {{ out | join(', ') }}
 from (
     select
@@ -68,15 +81,8 @@ from (
         {{ columns | join(', ') }}
     from (
   {%- if not collapse_unchanged %}
-        select
-            {{ part }}, _lr_t, _lr_add, {{ columns | join(', ') }},
-            lead(_lr_t) over ({{ window }}) as _lr_next
-        from (
-            {{ lakerank_lib._zipper_changes(source, key, version_time, columns, change_order, rowkind) | indent(12) }}
-        ) as _lr_c
+        {{ last_changes | indent(8) }}
     ) as _lr_n
-    {#- the last change of its version_time: the next row (if any) is a later version_time #}
-    where not (_lr_next <=> _lr_t)
   {%- else %}
         select
             {{ part }}, _lr_t, _lr_add, {{ columns | join(', ') }},
@@ -89,16 +95,7 @@ from (
                 lag({{ c }}) over (partition by {{ part }} order by _lr_t) as _lr_prev{{ loop.index0 }}{{ ',' if not loop.last }}
                 {%- endfor %}
             from (
-                select {{ part }}, _lr_t, _lr_add, {{ columns | join(', ') }}
-                from (
-                    select
-                        {{ part }}, _lr_t, _lr_add, {{ columns | join(', ') }},
-                        lead(_lr_t) over ({{ window }}) as _lr_next
-                    from (
-                        {{ lakerank_lib._zipper_changes(source, key, version_time, columns, change_order, rowkind) | indent(24) }}
-                    ) as _lr_c
-                ) as _lr_n
-                where not (_lr_next <=> _lr_t)
+                {{ last_changes | indent(16) }}
             ) as _lr_p
         ) as _lr_l
         {#- keep a change point only if the state differs from the previous point's #}

@@ -36,44 +36,19 @@
                    'lakerank.primary_key' = '{{ primary_key | join(",") }}')
   {%- endcall %}
   {%- endif %}
-  {%- if not info[tables.audit.identifier]['exists'] %}
-  {% call statement('pk_create_audit') -%}
-    create table if not exists {{ tables.audit }} (
-      rowkind string,
-      {%- for c in layout.columns %}
-      {{ c.name }} {{ c.type }},
-      {%- endfor %}
-      _commit_time timestamp,
-      _commit_id bigint
-    ) using parquet partitioned by (_commit_id)
+  {%- set stored = [] -%}
+  {%- for c in layout.columns %}{% do stored.append(c.name ~ ' ' ~ c.type) %}{% endfor -%}
+  {%- set side_tables = [
+        (tables.audit, ['rowkind string'] + stored + ['_commit_time timestamp', '_commit_id bigint'], '_commit_id'),
+        (tables.state, stored + ['_live boolean', '_commit_id bigint'], '_commit_id'),
+        (tables.snapshots, ['commit_time timestamp', 'commit_kind string', 'input_record_count bigint',
+                            'touched_key_count bigint', 'changelog_record_count bigint', 'rewritten_partitions int',
+                            'rewritten_bytes bigint', 'superseded_bytes bigint', 'snapshot_id bigint'], 'snapshot_id')] -%}
+  {%- for relation, columns, partition in side_tables if not info[relation.identifier]['exists'] %}
+  {% call statement('pk_create_' ~ relation.identifier.split('__')[-1]) -%}
+    create table if not exists {{ relation }} ({{ columns | join(', ') }}) using parquet partitioned by ({{ partition }})
   {%- endcall %}
-  {%- endif %}
-  {%- if not info[tables.state.identifier]['exists'] %}
-  {% call statement('pk_create_state') -%}
-    create table if not exists {{ tables.state }} (
-      {%- for c in layout.columns %}
-      {{ c.name }} {{ c.type }},
-      {%- endfor %}
-      _live boolean,
-      _commit_id bigint
-    ) using parquet partitioned by (_commit_id)
-  {%- endcall %}
-  {%- endif %}
-  {%- if not info[tables.snapshots.identifier]['exists'] %}
-  {% call statement('pk_create_snapshots') -%}
-    create table if not exists {{ tables.snapshots }} (
-      commit_time timestamp,
-      commit_kind string,
-      input_record_count bigint,
-      touched_key_count bigint,
-      changelog_record_count bigint,
-      rewritten_partitions int,
-      rewritten_bytes bigint,
-      superseded_bytes bigint,
-      snapshot_id bigint
-    ) using parquet partitioned by (snapshot_id)
-  {%- endcall %}
-  {%- endif %}
+  {%- endfor %}
 {%- endmacro %}
 
 
