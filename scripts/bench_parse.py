@@ -35,7 +35,7 @@ def main() -> int:
     from pyspark.sql import functions as F
 
     from dbt.adapters.lakerank.connections import JVM_FLAGS
-    from python_udfs.contract_ingest import _parse_lines
+    from python_udfs.ingest.contract_ingest import _parse_lines
 
     spark = (SparkSession.builder.master("local[2]")
              .config("spark.driver.extraJavaOptions", JVM_FLAGS)

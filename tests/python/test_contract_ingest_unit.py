@@ -1,4 +1,4 @@
-"""Unit tests of python_udfs.contract_ingest on a real local SparkSession (no mocks).
+"""Unit tests of python_udfs.ingest.contract_ingest on a real local SparkSession (no mocks).
 
 Each test gets its own landing folder, checkpoint and schema, so tests are
 independent; they share one module-scoped Hive-enabled session whose
@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from python_udfs.contract_ingest import landing_path, run_contract_ingest  # noqa: E402
+from python_udfs.ingest.contract_ingest import landing_path, run_contract_ingest  # noqa: E402
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -460,7 +460,7 @@ def test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch):
     takes the bulk path: ranges numbered and written in parallel, several files."""
     import random
 
-    import python_udfs.contract_ingest as ci
+    import python_udfs.ingest.contract_ingest as ci
 
     monkeypatch.setattr(ci, "_ONE_FILE_MAX", 7)
 
@@ -658,7 +658,7 @@ def test_wall_clock_fast_parse_equals_the_pattern_parse(spark):
     exactly what the pattern parse (`parse_ntz`) does, in a zone with daylight saving."""
     from pyspark.sql import functions as F
 
-    from python_udfs.contract_ingest import WALL_CLOCK, WALL_CLOCK_MS, parse_ntz, parse_wall_clock
+    from python_udfs.ingest.contract_ingest import WALL_CLOCK, WALL_CLOCK_MS, parse_ntz, parse_wall_clock
 
     zone = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
@@ -685,7 +685,7 @@ def test_whole_file_numbering_equals_the_split_count(spark, tmp_path):
     real micro-batch of small files takes the window (`whole_files`)."""
     from pyspark.sql import functions as F
 
-    from python_udfs.landed_lines import batch_files, line_stream, numbered_lines, whole_files
+    from python_udfs.ingest.landed_lines import batch_files, line_stream, numbered_lines, whole_files
 
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -729,7 +729,7 @@ def test_cheap_text_helpers_equal_their_regexes(spark):
     from hypothesis import strategies as st
     from pyspark.sql import functions as F
 
-    from python_udfs.landed_lines import BLANK, is_event, trim_space, without_bom
+    from python_udfs.ingest.landed_lines import BLANK, is_event, trim_space, without_bom
 
     def decided(trimmed):
         return [trimmed.startswith("{"), trimmed.endswith("}"), trimmed.try_cast("decimal(18,2)"),

@@ -1,4 +1,4 @@
-"""Unit tests of the pure-Python Paimon merge kernel (python_udfs.paimon_merge / paimon_options).
+"""Unit tests of the pure-Python Paimon merge kernel (python_udfs.paimon.merge / paimon_options).
 
 No Spark.  The expectations come from ``../shared/paimon_vectors_public.json`` (copied from
 Paimon's own tests, see its ``conventions``):
@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from python_udfs.paimon_merge import (
+from python_udfs.paimon.merge import (
     FieldAggregator,
     PaimonArithmeticError,
     PaimonMergeError,
@@ -39,7 +39,7 @@ from python_udfs.paimon_merge import (
     retract,
     write_filter,
 )
-from python_udfs.paimon_options import (
+from python_udfs.paimon.options import (
     SparkType,
     PaimonOptionError,
     field_settings,

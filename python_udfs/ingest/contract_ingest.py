@@ -148,7 +148,7 @@ from urllib.parse import unquote, urlparse
 from python_udfs.jvm import (
     external_catalog, jvm_class, kept, partition_values, point_partition, release, split_table_name,
 )
-from python_udfs.landed_lines import line_stream, numbered_lines, trim_space, whole_files
+from python_udfs.ingest.landed_lines import line_stream, numbered_lines, trim_space, whole_files
 
 __all__ = [
     "run_contract_ingest",

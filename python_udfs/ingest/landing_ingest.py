@@ -1,6 +1,6 @@
 """Generic exactly-once ingest of JSON Lines streams, and a multi-source commit union.
 
-``run_landing_ingest`` is the stateless sibling of :mod:`python_udfs.contract_ingest`:
+``run_landing_ingest`` is the stateless sibling of :mod:`python_udfs.ingest.contract_ingest`:
 it consumes every file under ``$LAKERANK_HOME/landing/<stream>/`` that an earlier call
 has not consumed yet (Structured Streaming, ``trigger(availableNow=True)``, checkpoint
 in ``checkpoint_dir``), validates each line against a declared schema and writes, per
@@ -61,7 +61,7 @@ missing or empty landing folder is an empty stream (the folder is created).
 
 Crash safety
 ------------
-As :mod:`python_udfs.contract_ingest`: a replayed batch has the same ``batch_id`` and
+As :mod:`python_udfs.ingest.contract_ingest`: a replayed batch has the same ``batch_id`` and
 files, the output is a function of them, and each table's partition for a commit is
 written into a fresh directory and published with one metastore call
 (``python_udfs.jvm.point_partition``), so a replay replaces rather than appends and a
@@ -74,7 +74,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from python_udfs.contract_ingest import (
+from python_udfs.ingest.contract_ingest import (
     _ensure_table,
     _mkdirs,
     rename_relanded,
@@ -85,7 +85,7 @@ from python_udfs.contract_ingest import (
     publish_quarantine_and_log,
 )
 from python_udfs.jvm import kept, partition_values, release, split_table_name
-from python_udfs.landed_lines import line_stream, numbered_lines, trim_space, whole_files
+from python_udfs.ingest.landed_lines import line_stream, numbered_lines, trim_space, whole_files
 
 __all__ = [
     "run_declared_stream",

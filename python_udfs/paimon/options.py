@@ -1,7 +1,7 @@
 """Validation and normalisation of Apache Paimon primary-key table options.
 
 :func:`parse_options` turns a ``pk_table``'s Paimon option map (keys spelled exactly as
-Paimon spells them) into a plain, JSON-serialisable *spec* that :mod:`python_udfs.paimon_merge`
+Paimon spells them) into a plain, JSON-serialisable *spec* that :mod:`python_udfs.paimon.merge`
 executes.  Section numbers (``§2.3`` …) refer to ``PAIMON_SEMANTICS.md`` (the shared notes on
 Paimon's rules, read at Paimon commit ``5dacde51``).
 

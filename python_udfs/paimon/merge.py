@@ -1,6 +1,6 @@
 """Apache Paimon primary-key merge semantics in pure Python (stdlib only).
 
-Executes a spec produced by :func:`python_udfs.paimon_options.parse_options` on the records of
+Executes a spec produced by :func:`python_udfs.paimon.options.parse_options` on the records of
 one primary key.  Section numbers (``§2.3`` …) refer to ``PAIMON_SEMANTICS.md``.
 
 Data model
@@ -35,7 +35,7 @@ import unicodedata
 from functools import cmp_to_key
 from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
 
-from .paimon_options import INTEGRAL_TYPES, SparkType, parse_type
+from python_udfs.paimon.options import INTEGRAL_TYPES, SparkType, parse_type
 
 __all__ = [
     "ADD_KINDS",
