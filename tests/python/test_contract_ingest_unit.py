@@ -658,7 +658,7 @@ def test_wall_clock_fast_parse_equals_the_pattern_parse(spark):
     exactly what the pattern parse (`parse_ntz`) does, in a zone with daylight saving."""
     from pyspark.sql import functions as F
 
-    from python_udfs.ingest.contract_ingest import WALL_CLOCK, WALL_CLOCK_MS, parse_ntz, parse_wall_clock
+    from python_udfs.ingest.wall_clock import WALL_CLOCK, WALL_CLOCK_MS, parse_ntz, parse_wall_clock
 
     zone = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")

@@ -573,7 +573,7 @@ def test_examples_match_oracle(lakerank):
     spark.sql(f"insert into {union_table} partition (_commit_id = {head + 1}) "
               f"select {cols} from {union_table} where _commit_id = {head}")
     union_model = _load_model("int_project_wide_changes")
-    from python_udfs.ingest.landing_ingest import run_commit_union
+    from python_udfs.ingest.commit_union import run_commit_union
 
     result = run_commit_union(spark, table=union_table, ddl=union_model.DDL, sources=union_model.sources(SCHEMA))
     assert result.startswith("no pending commits"), result
