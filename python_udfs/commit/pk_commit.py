@@ -118,12 +118,12 @@ def _key_merger(spec_json: str, columns: List[str], schema_json: str):
 _SQL_ORDERED = frozenset(
     {"tinyint", "smallint", "int", "bigint", "decimal", "string", "varchar", "boolean", "date", "timestamp", "timestamp_ntz"}
 )
-#: Types whose Spark null-safe equality (<=>) equals ``paimon_merge.values_equal``.
+#: Types whose Spark null-safe equality (<=>) equals ``paimon.values.values_equal``.
 _SQL_EQUAL = _SQL_ORDERED | {"binary"}
 
 
 def _sql_comparable(type_str: str) -> bool:
-    from python_udfs.paimon.options import parse_type
+    from python_udfs.paimon.spark_types import parse_type
 
     def ok(t) -> bool:
         if t.name == "array":
@@ -140,7 +140,7 @@ def sql_mergeable(spec: Dict[str, Any]) -> bool:
 
     Conservative: any option the SQL path does not model sends the commit to Python.
     """
-    from python_udfs.paimon.options import parse_type
+    from python_udfs.paimon.spark_types import parse_type
 
     if spec.get("engine") not in ("deduplicate", "first-row") or spec.get("rowkind_field"):
         return False

@@ -143,7 +143,12 @@ import os
 from typing import Dict, List, Optional
 
 from python_udfs.ingest.contract_lines import parse_contract_lines
-from python_udfs.ingest.contract_state import STATE_DDL, apply_events, compact_state, latest_state
+from python_udfs.ingest.contract_state import (
+    STATE_DDL,
+    apply_events,
+    compact_state,
+    latest_state,
+)
 from python_udfs.ingest.landed_lines import numbered_lines, whole_files
 from python_udfs.ingest.tables import (
     QUARANTINE_DDL,

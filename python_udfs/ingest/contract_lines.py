@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from python_udfs.ingest.landed_lines import trim_space
 from python_udfs.ingest.tables import checked_lines
-from python_udfs.ingest.wall_clock import WALL_CLOCK, WALL_CLOCK_MS, ntz_micros, parse_wall_clock
+from python_udfs.ingest.wall_clock import (
+    WALL_CLOCK,
+    WALL_CLOCK_MS,
+    ntz_micros,
+    parse_wall_clock,
+)
 
 __all__ = ["ROWKINDS", "parse_contract_lines"]
 

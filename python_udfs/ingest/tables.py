@@ -16,7 +16,12 @@ from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
 from python_udfs.ingest.landed_lines import line_stream
-from python_udfs.jvm import external_catalog, jvm_class, point_partition, split_table_name
+from python_udfs.jvm import (
+    external_catalog,
+    jvm_class,
+    point_partition,
+    split_table_name,
+)
 
 __all__ = [
     "QUARANTINE_DDL",

@@ -742,14 +742,15 @@ _KERNEL_PROBE: Dict[Tuple[str, str], bool] = {}
 
 
 def kernel_accepts(key: str, value: str) -> Optional[bool]:
-    """Whether lakerank's option parser (python_udfs/paimon/options.py) accepts ``key=value`` on
+    """Whether lakerank's option parser (python_udfs/paimon/validation.py) accepts ``key=value`` on
     its own (None when the parser cannot be imported)."""
     if (key, value) in _KERNEL_PROBE:
         return _KERNEL_PROBE[(key, value)]
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     try:
-        from python_udfs.paimon.options import PaimonOptionError, parse_options
+        from python_udfs.paimon.errors import PaimonOptionError
+        from python_udfs.paimon.validation import parse_options
     except Exception:  # noqa: BLE001 - kernel not written yet / broken
         return None
     try:
@@ -1351,7 +1352,7 @@ class Planner:
             if all(k in ("ignore-delete", "ignore-update-before") for k in kv) and not self.caps.immutable_option_check:
                 return self.skip(index, what, "pk_table does not check that ignore-delete / ignore-update-before "
                                               "cannot go from true to false (no 'Cannot change' check in the "
-                                              "materialization or python_udfs/paimon/options.py)", True)
+                                              "materialization or python_udfs/paimon/validation.py)", True)
             opts = dict(self.options)
             opts.update(kv)
             self.add_commit(index, [], expect_error=err, options=opts, label=f"run with altered options {kv}")

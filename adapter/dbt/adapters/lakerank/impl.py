@@ -294,10 +294,11 @@ class LakerankAdapter(SparkAdapter):
         naming the offending key."""
         from dbt_common.exceptions import CompilationError
 
-        from python_udfs.paimon.options import PaimonOptionError, parse_options
+        from python_udfs.paimon.errors import PaimonOptionError
+        from python_udfs.paimon.validation import validate_options
 
         try:
-            return parse_options(
+            spec = validate_options(
                 {str(k): v for k, v in (options or {}).items()},
                 [(c["name"], c["type"]) for c in columns],
                 list(primary_key),
@@ -305,6 +306,7 @@ class LakerankAdapter(SparkAdapter):
             )
         except PaimonOptionError as exc:
             raise CompilationError(f"pk_table {model_name}: option '{exc.key}': {exc}") from exc
+        return spec.as_dict()  # the plain form the pk_table macros read and pk_commit ships as JSON
 
     @available
     def lakerank_pk_merge(self, input_view: str, stored_view: str, spec, columns, out_view: str) -> str:
