@@ -119,20 +119,14 @@ def validate_field(
     return FieldSpec(fn=fn, type=str(type_str), **settings)
 
 
-def field_settings(
-    field: str,
-    type_str: str,
-    fn: Optional[str],
-    options: Optional[Mapping[str, Any]] = None,
-    *,
-    fn_key: Optional[str] = None,
-) -> Dict[str, Any]:
+def field_settings(field: str, type_str: str, fn: Optional[str], options: Optional[Mapping[str, Any]] = None,
+                   **kwargs: Optional[str]) -> Dict[str, Any]:
     """:func:`validate_field` in the spec's plain form (``FieldSpec.as_dict()``)::
 
         {"fn", "type", "ignore_retract", "distinct", "delimiter", "nested_key", "nested_seq",
          "null_strategy", "count_limit", "ts_field"}
     """
-    return validate_field(field, type_str, fn, options, fn_key=fn_key).as_dict()
+    return validate_field(field, type_str, fn, options, **kwargs).as_dict()
 
 
 def _validate_suffixes(field: str, fn: Optional[str], given: Mapping[str, str]) -> Dict[str, Any]:

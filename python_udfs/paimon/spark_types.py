@@ -83,13 +83,16 @@ class _TypeParser:
             raise self.fail(f"expected '{ch}'")
         self.pos += 1
 
-    def word(self) -> str:
+    def token(self, pattern: str, what: str) -> str:
         self.skip_ws()
-        m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").match(self.text, self.pos)
+        m = re.compile(pattern).match(self.text, self.pos)
         if not m:
-            raise self.fail("expected a type name")
+            raise self.fail(f"expected {what}")
         self.pos = m.end()
         return m.group(0)
+
+    def word(self) -> str:
+        return self.token(r"[A-Za-z_][A-Za-z0-9_]*", "a type name")
 
     def field_name(self) -> str:
         self.skip_ws()
@@ -116,12 +119,7 @@ class _TypeParser:
         return name
 
     def integer(self) -> int:
-        self.skip_ws()
-        m = re.compile(r"\d+").match(self.text, self.pos)
-        if not m:
-            raise self.fail("expected an integer")
-        self.pos = m.end()
-        return int(m.group(0))
+        return int(self.token(r"\d+", "an integer"))
 
     def parse(self) -> SparkType:
         t = self.type_()
