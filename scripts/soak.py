@@ -82,6 +82,7 @@ def verify(home: pathlib.Path, rank_function: str) -> list[str]:
     from checks import assert_all_exact
     from conftest import Lakerank
     from dbt.cli.main import dbtRunner
+
     from python_udfs.jvm import jvm_class
 
     os.environ["DBT_TARGET_PATH"] = "target/soak-verify"

@@ -116,7 +116,8 @@ def _key_merger(spec_json: str, columns: List[str], schema_json: str):
 
 #: Types whose Spark ordering equals Python's on the values pyarrow hands over.
 _SQL_ORDERED = frozenset(
-    {"tinyint", "smallint", "int", "bigint", "decimal", "string", "varchar", "boolean", "date", "timestamp", "timestamp_ntz"}
+    {"tinyint", "smallint", "int", "bigint", "decimal", "string", "varchar", "boolean", "date", "timestamp",
+     "timestamp_ntz"}
 )
 #: Types whose Spark null-safe equality (<=>) equals ``paimon.values.values_equal``.
 _SQL_EQUAL = _SQL_ORDERED | {"binary"}

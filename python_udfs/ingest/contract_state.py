@@ -75,9 +75,9 @@ def apply_events(events, state):
 
     s = state.select("contract_id", *[F.col(c).alias("s_" + c) for c in _STATE_COLS])
     j = events.join(s, "contract_id", "left")
-    t, f, l = F.col("op_ts_us"), F.col("file"), F.col("line")
+    t, f, n = F.col("op_ts_us"), F.col("file"), F.col("line")
     st, sf, sl = F.col("s_op_ts_us"), F.col("s_file"), F.col("s_line")
-    at_or_before = (t < st) | ((t == st) & ((f < sf) | ((f == sf) & (l <= sl))))
+    at_or_before = (t < st) | ((t == st) & ((f < sf) | ((f == sf) & (n <= sl))))
     op = F.col("op")
     stale = st.isNotNull() & at_or_before
     j = j.withColumn("outcome", F.when(op == "-U", F.lit("before_image"))

@@ -29,7 +29,8 @@ formats, values}`` (how a model's YAML declares them: ``run_declared_stream``):
   (``missing <name>``); an optional missing value is NULL;
 * ``options``: ``{"formats": [...]}`` date/timestamp patterns tried in order (default
   ``yyyy-MM-dd HH:mm:ss.SSS`` then ``yyyy-MM-dd HH:mm:ss`` for timestamps,
-  ``yyyy-MM-dd`` for dates; timestamps are stored as TIMESTAMP_NTZ, the wall clock as written), ``{"values": [...]}`` the allowed values
+  ``yyyy-MM-dd`` for dates; timestamps are stored as TIMESTAMP_NTZ, the wall clock as written),
+  ``{"values": [...]}`` the allowed values
   (after the cast).
 
 Names are plain identifiers not starting with ``_`` (those are the ingest's own).

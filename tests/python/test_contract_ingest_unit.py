@@ -16,8 +16,9 @@ import sys
 import time
 import uuid
 
-from dbt.adapters.lakerank.connections import JVM_FLAGS
 import pytest
+
+from dbt.adapters.lakerank.connections import JVM_FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if ROOT not in sys.path:
@@ -228,10 +229,12 @@ def test_semantics_across_builds(stream):
         json.dumps(ev("+I", 7, "2024-03-05 10:00:00.000", 100, D1, "abc")),       # 15
         "[1, 2]",                                                                  # 16
         '{"op":"+U","contract_id":8,"project_id":1,"sign_time":"2024-03-01 00:00:00"}',  # 17
-        '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 18
+        '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+        '"op_ts":"2024-03-05 10:00:00.000"}',  # 18
         '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}',                     # 19
         ev("+U", 10, "2024-03-05 10:00:00.000", None, D1),                        # 20 null project_id
-        '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 21
+        '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+        '"op_ts":"2024-03-05 10:00:00.000"}',  # 21
         '{"op":"+I","contract_id":11,"project_id":1,"sign_time":"2024-03-01 00:00:00",'
         '"op_ts":"2024-03-05 10:30:00.000","amount":1234567890123456.785}',        # 22 exact, half-up
         '{"op":"-D","contract_id":13,"op_ts":"2024-03-05 10:00:00.000"} trailing',  # 23
@@ -261,11 +264,13 @@ def test_semantics_across_builds(stream):
         (16, "not a json object", "[1, 2]"),
         (17, "null op_ts", '{"op":"+U","contract_id":8,"project_id":1,"sign_time":"2024-03-01 00:00:00"}'),
         (18, "bad contract_id '1.5'",
-         '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
+         '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+         '"op_ts":"2024-03-05 10:00:00.000"}'),
         (19, "missing op", '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}'),
         (20, "null project_id", json.dumps(ev("+U", 10, "2024-03-05 10:00:00.000", None, D1))),
         (21, "bad contract_id '12'",
-         '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
+         '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+         '"op_ts":"2024-03-05 10:00:00.000"}'),
         (23, "invalid json", '{"op":"-D","contract_id":13,"op_ts":"2024-03-05 10:00:00.000"} trailing'),
     ]
     assert {r[1] for r in stream.quarantine_rows()} == {f1u}
@@ -406,7 +411,7 @@ def reference_fold(batches):
     """A plain-Python model of the documented semantics (the per-contract fold of the former
     streaming-state ingest): per batch, the changelog rows (seq, rowkind, project, contract,
     sign_time, amount, op_ts, file, line) in (op_ts, file, line, n) order, and the counts."""
-    from decimal import Decimal, ROUND_HALF_UP
+    from decimal import ROUND_HALF_UP, Decimal
 
     state = {}  # contract -> (last key, live, image)
     out = []

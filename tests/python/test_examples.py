@@ -22,9 +22,8 @@ import random
 from decimal import Decimal
 from typing import Any, Optional
 
-import pandas as pd
-
 import cdc
+import pandas as pd
 
 SCHEMA = "lakerank"
 OPEN_END = "9999-12-31 23:59:59"
@@ -155,7 +154,7 @@ def gen_payments(rng: random.Random) -> list[list[tuple[str, Optional[str]]]]:
         op_ts = pay_time + dt.timedelta(milliseconds=rng.randint(0, 900))
         n = 1 + (rng.random() < 0.6) + (rng.random() < 0.2)
         build = rng.randrange(N_BUILDS - 1)
-        for k in range(n):
+        for _ in range(n):
             amount = Decimal(rng.randint(100, 500000)) / 100
             text = _Num(f"{amount:.2f}") if rng.random() < 0.5 else str(amount)
             obj = {"payment_id": pay_id, "project_id": project, "amount": text,

@@ -338,7 +338,7 @@ def _fa_params():
         vector = VECTORS[vid]
         if vector["level"] != "field_aggregator":
             continue
-        for i, step in enumerate(vector["steps"]):
+        for i in range(len(vector["steps"])):
             yield pytest.param(vid, i, id=f"{vid}[{i}]")
 
 

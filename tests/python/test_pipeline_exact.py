@@ -11,9 +11,8 @@ import os
 import pathlib
 import sys
 
-import pytest
-
 import cdc
+import pytest
 from checks import assert_all_exact
 from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_batch, shifted
 

@@ -13,9 +13,8 @@ import sys
 import threading
 import time
 
-import pytest
-
 import cdc
+import pytest
 from checks import assert_all_exact
 from conftest import PIPELINE_ONLY, ROOT, Lakerank
 

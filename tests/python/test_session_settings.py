@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import ROOT
 
 from dbt.adapters.lakerank.connections import env_spark_conf
-
-from conftest import ROOT
 
 
 def test_env_spark_conf_parses_pairs(monkeypatch):

@@ -312,9 +312,8 @@ class LakerankAdapter(SparkAdapter):
     def lakerank_pk_merge(self, input_view: str, stored_view: str, spec, columns, out_view: str) -> str:
         """Register ``out_view`` with the commit's per-key merge (python_udfs.commit.pk_commit)."""
         import python_udfs
-        from python_udfs.commit.pk_commit import merge_commit
-
         from dbt.adapters.lakerank.python_job import ship_python_udfs
+        from python_udfs.commit.pk_commit import merge_commit
 
         spark = self._session()
         ship_python_udfs(spark, os.path.dirname(os.path.dirname(os.path.abspath(python_udfs.__file__))))
@@ -495,7 +494,8 @@ class LakerankAdapter(SparkAdapter):
         spark = self._session()
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         out = {}
-        it = catalog.listPartitions(relation.schema, relation.identifier, jvm_class(spark, "scala.Option").empty()).iterator()
+        none = jvm_class(spark, "scala.Option").empty()
+        it = catalog.listPartitions(relation.schema, relation.identifier, none).iterator()
         while it.hasNext():
             part = it.next()
             spec = part.spec()
@@ -503,7 +503,8 @@ class LakerankAdapter(SparkAdapter):
             while keys.hasNext():
                 k = keys.next()
                 items.append(f"{k}={spec.apply(k)}")
-            out["/".join(items)] = (part, str(jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString()))
+            location = jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString()
+            out["/".join(items)] = (part, str(location))
         return out
 
     @available
