@@ -6,7 +6,8 @@ partition per commit. The per-contract state is a table (stg_contract_ingest_sta
 merged with set operations, no Python UDF. The work is in python_udfs.ingest.contract_ingest.
 """
 
-from python_udfs.ingest.contract_ingest import landing_path, run_contract_ingest
+from python_udfs.ingest.contract_ingest import run_contract_ingest
+from python_udfs.ingest.tables import landing_path
 
 
 def model(dbt, session):

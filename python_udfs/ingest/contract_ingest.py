@@ -156,7 +156,6 @@ from python_udfs.ingest.tables import (
     commits_summary,
     ensure_tables,
     is_local,
-    landing_path,
     local_path,
     publish_partition,
     publish_quarantine_and_log,
@@ -168,11 +167,8 @@ from python_udfs.jvm import kept, release
 
 __all__ = [
     "run_contract_ingest",
-    "landing_path",
     "CHANGELOG_DDL",
-    "QUARANTINE_DDL",
     "INGEST_LOG_DDL",
-    "STATE_DDL",
 ]
 
 CHANGELOG_DDL = (

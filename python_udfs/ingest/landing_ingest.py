@@ -93,10 +93,8 @@ from python_udfs.jvm import kept, release
 __all__ = [
     "run_declared_stream",
     "run_landing_ingest",
-    "landing_path",
     "normalise_fields",
     "table_ddl",
-    "QUARANTINE_DDL",
     "INGEST_LOG_DDL",
 ]
 

@@ -24,7 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from python_udfs.ingest.contract_ingest import landing_path, run_contract_ingest  # noqa: E402
+from python_udfs.ingest.contract_ingest import run_contract_ingest  # noqa: E402
+from python_udfs.ingest.tables import landing_path  # noqa: E402
 
 pyspark = pytest.importorskip("pyspark")
 
