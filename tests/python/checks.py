@@ -6,6 +6,7 @@ from collections import Counter
 from decimal import Decimal
 
 import pandas as pd
+
 from cdc import SEGMENT_SECONDS
 
 TS = "%Y-%m-%d %H:%M:%S"

@@ -22,8 +22,9 @@ import random
 from decimal import Decimal
 from typing import Any, Optional
 
-import cdc
 import pandas as pd
+
+import cdc
 
 SCHEMA = "lakerank"
 OPEN_END = "9999-12-31 23:59:59"

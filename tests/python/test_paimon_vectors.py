@@ -35,8 +35,9 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-import paimon_vectors as pv
 import pytest
+
+import paimon_vectors as pv
 
 ROOT = pv.ROOT
 PROFILES = ROOT / "profiles"

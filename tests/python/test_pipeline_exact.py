@@ -11,8 +11,9 @@ import os
 import pathlib
 import sys
 
-import cdc
 import pytest
+
+import cdc
 from checks import assert_all_exact
 from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_batch, shifted
 

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from pk_project import PkProject
 
 COLS = ["k", "s", "v", "m"]

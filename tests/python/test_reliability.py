@@ -13,8 +13,9 @@ import sys
 import threading
 import time
 
-import cdc
 import pytest
+
+import cdc
 from checks import assert_all_exact
 from conftest import PIPELINE_ONLY, ROOT, Lakerank
 

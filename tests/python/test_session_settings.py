@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from dbt.adapters.lakerank.connections import env_spark_conf
 
 

@@ -19,9 +19,10 @@ from collections import defaultdict
 from typing import Dict, List, Optional, Sequence
 
 import pytest
-from conftest import ROOT, SCHEMA, Lakerank
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
+
+from conftest import ROOT, SCHEMA, Lakerank
 
 ANALYST = ROOT / "tests" / "fixtures" / "analyst"
 OPEN_END = "9999-12-31 23:59:59"
