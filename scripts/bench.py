@@ -158,7 +158,7 @@ def _tree_rss_kib(pid: int) -> int:
         p = todo.pop()
         try:
             with open(f"/proc/{p}/status") as f:
-                total += next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo += [int(c) for c in f.read().split()]

@@ -8,7 +8,7 @@ adapter's JVM flags), the stages alternating round by round so the box's drift h
 
 - ``read``: the lines alone;
 - ``try_parse_json``: + the VARIANT parse of every line;
-- ``_parse_lines``: the ingest's whole parse and validation (``contract_ingest._parse_lines``).
+- ``parse_contract_lines``: the ingest's whole parse and validation (``contract_lines.parse_contract_lines``).
 
     python3 scripts/bench_parse.py /work/b30/home_1000000/landing/contracts --rounds 3
 """
@@ -35,7 +35,7 @@ def main() -> int:
     from pyspark.sql import functions as F
 
     from dbt.adapters.lakerank.connections import JVM_FLAGS
-    from python_udfs.contract_ingest import _parse_lines
+    from python_udfs.ingest.contract_lines import parse_contract_lines
 
     spark = (SparkSession.builder.master("local[2]")
              .config("spark.driver.extraJavaOptions", JVM_FLAGS)
@@ -57,9 +57,9 @@ def main() -> int:
     stages = {
         "read": lambda: lines,
         "try_parse_json": lambda: lines.select("*", F.expr("try_parse_json(text)").alias("v")),
-        "_parse_lines": lambda: _parse_lines(lines),
+        "parse_contract_lines": lambda: parse_contract_lines(lines),
     }
-    valid = _parse_lines(lines).where("kind = 'E'").count()  # also warms the JVM up
+    valid = parse_contract_lines(lines).where("kind = 'E'").count()  # also warms the JVM up
     times = {name: [] for name in stages}
     for r in range(args.rounds):
         for name, frame in stages.items():

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# sqlfluff over the project's models (dbt templater, sparksql dialect) on a throwaway LAKERANK_HOME.
+# ruff over the Python (pyproject.toml [tool.ruff]), then sqlfluff over the project's models
+# (dbt templater, sparksql dialect) on a throwaway LAKERANK_HOME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+python3 -m ruff check .
 home="$(mktemp -d)"
 trap 'rm -rf "$home"' EXIT
 LAKERANK_HOME="$home" python3 -m sqlfluff lint models "$@"

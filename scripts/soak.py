@@ -78,10 +78,11 @@ def running_model(output: str) -> str:
 def verify(home: pathlib.Path, rank_function: str) -> list[str]:
     """Checks in this process (it opens the home's metastore): returns the problems found."""
     sys.path.insert(0, str(TESTS))
+    from dbt.cli.main import dbtRunner
+
     import cdc
     from checks import assert_all_exact
     from conftest import Lakerank
-    from dbt.cli.main import dbtRunner
     from python_udfs.jvm import jvm_class
 
     os.environ["DBT_TARGET_PATH"] = "target/soak-verify"

@@ -11,10 +11,10 @@ the new head and all watermarks in one metastore call; dim_project_wide then tak
 table as its commit source. Each source's rows are mapped to the wide table's columns
 of their stream (the other columns are NULL). `--full-refresh` re-reads every source
 from its first commit (rebuild dim_project_wide with it). See
-python_udfs.landing_ingest.run_commit_union.
+python_udfs.ingest.commit_union.run_commit_union.
 """
 
-from python_udfs.landing_ingest import run_commit_union
+from python_udfs.ingest.commit_union import run_commit_union
 
 DDL = (
     "rowkind STRING, project_id BIGINT, "

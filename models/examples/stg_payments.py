@@ -6,10 +6,10 @@ stg_payments__quarantine, per-commit counts to stg_payments__ingest_log.
 A payment is re-sent (duplicate) or corrected (same payment_id, newer op_ts);
 int_payments keeps each payment's latest version.
 The stream (landing folder and fields) is declared in _examples.yml; the work is in
-python_udfs.landing_ingest.
+python_udfs.ingest.landing_ingest.
 """
 
-from python_udfs.landing_ingest import run_declared_stream
+from python_udfs.ingest.landing_ingest import run_declared_stream
 
 
 def model(dbt, session):

@@ -6,10 +6,10 @@ once; bad lines go to stg_project_changes__quarantine, per-commit counts to
 stg_project_changes__ingest_log. `op` is c (create), u (update) or d (delete); a
 project's state is its last event by (op_ts, file, line).
 The stream (landing folder and fields) is declared in _examples.yml; the work is in
-python_udfs.landing_ingest.
+python_udfs.ingest.landing_ingest.
 """
 
-from python_udfs.landing_ingest import run_declared_stream
+from python_udfs.ingest.landing_ingest import run_declared_stream
 
 
 def model(dbt, session):

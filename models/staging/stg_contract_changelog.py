@@ -3,10 +3,11 @@
 Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/
 into a clean retract changelog (+I, -U, +U, -D) of the live contract set, one
 partition per commit. The per-contract state is a table (stg_contract_ingest_state)
-merged with set operations, no Python UDF. The work is in python_udfs.contract_ingest.
+merged with set operations, no Python UDF. The work is in python_udfs.ingest.contract_ingest.
 """
 
-from python_udfs.contract_ingest import landing_path, run_contract_ingest
+from python_udfs.ingest.contract_ingest import run_contract_ingest
+from python_udfs.ingest.tables import landing_path
 
 
 def model(dbt, session):

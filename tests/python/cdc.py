@@ -686,7 +686,6 @@ class _Generator:
 
     def changed_image(self, old: tuple, how: str) -> tuple:
         p, t, a = old
-        rng = self.rng
         if how in ("time", "both"):
             for _ in range(10):
                 nt = self.rand_sign_time()

@@ -80,7 +80,8 @@ def assert_zipper_exact(lr, oracle, rank_function: str) -> None:
     if g != w:
         gs, ws = set(g), set(w)
         raise AssertionError(
-            f"zipper != oracle ({rank_function}): unexpected {sorted(gs - ws, key=repr)[:5]} missing {sorted(ws - gs, key=repr)[:5]}"
+            f"zipper != oracle ({rank_function}): unexpected {sorted(gs - ws, key=repr)[:5]} "
+            f"missing {sorted(ws - gs, key=repr)[:5]}"
         )
 
 
@@ -108,7 +109,8 @@ def assert_changelog_replays(lr, fct: pd.DataFrame) -> pd.DataFrame:
     kinds = set(changelog["rowkind"])
     assert kinds <= {"+I", "-U", "+U", "-D"}
     # -U and +U come in pairs per (commit, contract)
-    pairs = changelog[changelog["rowkind"].isin(["-U", "+U"])].groupby(["_commit_id", "contract_id"])["rowkind"].apply(sorted)
+    updates = changelog[changelog["rowkind"].isin(["-U", "+U"])]
+    pairs = updates.groupby(["_commit_id", "contract_id"])["rowkind"].apply(sorted)
     assert all(p == ["+U", "-U"] for p in pairs), "unpaired -U/+U in the changelog"
     return changelog
 

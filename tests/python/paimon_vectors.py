@@ -299,7 +299,8 @@ class Schema:
         raise SchemaError(f"no column {name!r}")
 
     def truncated(self, n: int) -> "Schema":
-        return Schema(self.columns[:n], list(self.primary_key), list(self.partition_by), list(self.notes), self.append_table)
+        return Schema(self.columns[:n], list(self.primary_key), list(self.partition_by), list(self.notes),
+                      self.append_table)
 
 
 def _split_top(text: str, sep: str) -> List[str]:
@@ -567,7 +568,8 @@ def canon(value: Any, t: Tuple, any_order: bool = False) -> Any:
             pairs = list(value.items())
         else:
             pairs = list(value)
-        return ("map", tuple(sorted(((canon(k, t[1], any_order), canon(v, t[2], any_order)) for k, v in pairs), key=repr)))
+        entries = ((canon(k, t[1], any_order), canon(v, t[2], any_order)) for k, v in pairs)
+        return ("map", tuple(sorted(entries, key=repr)))
     if kind == "struct":
         if isinstance(value, dict):
             value = [value[n] for n, _ in t[1]]
@@ -663,7 +665,9 @@ PHYSICAL_OPTIONS: Dict[str, str] = {
     "write-only": "disables writer compaction (pk_table compacts every commit)",
     "sink.key-only-deletes.enabled": "Flink sink option; the key-only -D rows are committed as given (NULL values)",
     "commit.force-compact": "forces a compaction per commit (every pk_table commit is one)",
-    "deletion-vectors.enabled": "merge-on-write file layout; logical results are identical (snapshot ids are mapped, see rules)",
+    "deletion-vectors.enabled": (
+        "merge-on-write file layout; logical results are identical (snapshot ids are mapped, see rules)"
+    ),
     "deletion-vectors.bitmap64": "deletion-vector bitmap format",
     "deletion-vectors.merge-on-read": "read-side visibility of level-0 files",
     "delete.force-produce-changelog": "a DELETE is always a -D commit in pk_table, so its changelog is always produced",
@@ -714,7 +718,7 @@ def expand_options(table_options: Dict[str, str]) -> Tuple[List[Tuple[str, Dict[
     multi = [k for k, alts in axes if len(alts) > 1]
     for combo in itertools.product(*[alts for _, alts in axes]):
         opts = {k: v for (k, _), (v, _c) in zip(axes, combo)}
-        for (k, _), (v, c) in zip(axes, combo):
+        for (k, _), (_v, c) in zip(axes, combo):
             if c is not None and c not in opts.values():
                 del opts[k]
         label = ",".join(f"{k}={opts[k]}" for k in multi if k in opts)
@@ -734,7 +738,7 @@ def expand_options(table_options: Dict[str, str]) -> Tuple[List[Tuple[str, Dict[
     else:
         # recompute labels from the axes that still differ
         diff = [k for k in multi if len({o.get(k) for _, o in out}) > 1]
-        out = [(",".join(f"{k}={o[k]}" for k in diff if k in o) or l, o) for l, o in out]
+        out = [(",".join(f"{k}={o[k]}" for k in diff if k in o) or label, o) for label, o in out]
     return out, notes
 
 
@@ -742,14 +746,15 @@ _KERNEL_PROBE: Dict[Tuple[str, str], bool] = {}
 
 
 def kernel_accepts(key: str, value: str) -> Optional[bool]:
-    """Whether lakerank's option parser (python_udfs/paimon_options.py) accepts ``key=value`` on
+    """Whether lakerank's option parser (python_udfs/paimon/validation.py) accepts ``key=value`` on
     its own (None when the parser cannot be imported)."""
     if (key, value) in _KERNEL_PROBE:
         return _KERNEL_PROBE[(key, value)]
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     try:
-        from python_udfs.paimon_options import PaimonOptionError, parse_options
+        from python_udfs.paimon.errors import PaimonOptionError
+        from python_udfs.paimon.validation import parse_options
     except Exception:  # noqa: BLE001 - kernel not written yet / broken
         return None
     try:
@@ -818,7 +823,8 @@ class Capabilities:
     @staticmethod
     def detect(root: pathlib.Path = ROOT) -> "Capabilities":
         return Capabilities(
-            full_compaction_var=_grep(r"lakerank_full_compaction", [root / "macros", root / "adapter", root / "python_udfs"]),
+            full_compaction_var=_grep(
+                r"lakerank_full_compaction", [root / "macros", root / "adapter", root / "python_udfs"]),
             immutable_option_check=_grep(r"Cannot change", [root / "macros", root / "python_udfs", root / "adapter"]),
         )
 
@@ -1083,7 +1089,8 @@ class Planner:
                              "batch $audit_log is Paimon's merged rows with their stored kinds and uncompacted -D "
                              "tombstones, not a changelog; lakerank_lib.audit_log is the changelog and every commit "
                              "drops tombstones", True)
-        if re.search(r"\$(binlog|snapshots|files|manifests|schemas|options|tags|branches|partitions|buckets)\b", q, re.I):
+        system_tables = r"\$(binlog|snapshots|files|manifests|schemas|options|tags|branches|partitions|buckets)\b"
+        if re.search(system_tables, q, re.I):
             return self.skip(index, what, "Paimon system table without a lakerank equivalent", True)
         any_order = step.get("array_order") == "any" or "expected_any_order" in step \
             or "any order" in (step.get("note") or "")
@@ -1107,8 +1114,10 @@ class Planner:
             q = q[: vm.start()] + q[vm.end():]
         if hints:
             extra = set(hints) - {"scan.snapshot-id", "scan.mode"}
-            if extra or hints.get("scan.mode", "from-snapshot-full") not in ("from-snapshot-full", "from-snapshot", "default"):
-                return self.skip(index, what, f"read options {hints} (only scan.snapshot-id is mapped, to lakerank_lib.as_of)", True)
+            mode = hints.get("scan.mode", "from-snapshot-full")
+            if extra or mode not in ("from-snapshot-full", "from-snapshot", "default"):
+                return self.skip(index, what,
+                                 f"read options {hints} (only scan.snapshot-id is mapped, to lakerank_lib.as_of)", True)
             if "scan.snapshot-id" in hints:
                 as_of = int(hints["scan.snapshot-id"])
         sql = self.plain_query_sql(q)
@@ -1117,7 +1126,8 @@ class Planner:
         if as_of is not None:
             commit = commit_of_snapshot(as_of, self.paimon_options, self.plat)
             if commit < 0 or commit > self.commits:
-                return self.skip(index, what, f"snapshot {as_of} maps to commit {commit}, outside 0..{self.commits}", True)
+                return self.skip(index, what,
+                                 f"snapshot {as_of} maps to commit {commit}, outside 0..{self.commits}", True)
             sql = sql.replace(REL, "{{AS_OF:%d}}" % commit)
             what += f"  [snapshot {as_of} -> after commit #{commit}]"
         self.plan.steps.append(Check(index, what, sql, expected, ordered=ordered, any_order=any_order))
@@ -1202,7 +1212,8 @@ class Planner:
             if info.get("fc_unfaithful") or info.get("fc_var_missing"):
                 return self.skip(index, what, "changelog-producer=full-compaction with explicit full compactions "
                                               "needs the dbt var lakerank_full_compaction (not implemented in "
-                                              "lakerank_lib/macros/materializations/pk_table/): without it every commit "
+                                              "lakerank_lib/macros/materializations/pk_table/): "
+                                              "without it every commit "
                                               "produces the lookup changelog", True)
         for c in range(a + 1, b + 1):
             if self.commit_info.get(c, {}).get("partition_drop"):
@@ -1220,7 +1231,8 @@ class Planner:
         any_order = step.get("array_order") == "any" or bool(
             re.search(r"any order|InAnyOrder", (step.get("note") or "") + " " + (self.v.get("notes") or "")))
         ordered = bool(step.get("ordered"))
-        note = f"  [lakerank_lib.changes(commits {a}..{b}]" + (f", after as_of({full_at}) as +I" if prefix else "") + "]"
+        note = (f"  [lakerank_lib.changes(commits {a}..{b}]"
+                + (f", after as_of({full_at}) as +I" if prefix else "") + "]")
         if n < len(self.schema.columns):
             note += f" (first {n} columns compared)"
         self.plan.steps.append(Check(index, what + note, sql, rows, ordered=ordered, any_order=any_order,
@@ -1327,7 +1339,8 @@ class Planner:
         sql = f"select {cols}, '-D' as rowkind from {{{{ this }}}} where {cond}"
         refs = {w.lower() for w in re.findall(r"[A-Za-z_]\w*", cond)}
         names = {c.name.lower() for c in self.schema.columns}
-        partition_drop = bool(self.schema.partition_by) and (refs & names) <= {p.lower() for p in self.schema.partition_by} \
+        partition_cols = {p.lower() for p in self.schema.partition_by}
+        partition_drop = bool(self.schema.partition_by) and (refs & names) <= partition_cols \
             and self.paimon_options.get("delete.force-produce-changelog") != "true"
         self.add_commit(index, [], input_sql=sql, expect_error=err, label=f"DELETE WHERE {cond} -> -D commit",
                         partition_drop=partition_drop)
@@ -1344,14 +1357,14 @@ class Planner:
         if self.order_column:
             exprs.append(quote(self.order_column))
         sql = f"select {', '.join(exprs)}, '+U' as rowkind from {{{{ this }}}} where {cond}"
-        self.add_commit(index, [], input_sql=sql, expect_error=err, label=f"UPDATE -> +U commit")
+        self.add_commit(index, [], input_sql=sql, expect_error=err, label="UPDATE -> +U commit")
 
     def alter_set(self, index, what, kv: Dict[str, str], err) -> None:
         if err:
             if all(k in ("ignore-delete", "ignore-update-before") for k in kv) and not self.caps.immutable_option_check:
                 return self.skip(index, what, "pk_table does not check that ignore-delete / ignore-update-before "
                                               "cannot go from true to false (no 'Cannot change' check in the "
-                                              "materialization or python_udfs/paimon_options.py)", True)
+                                              "materialization or python_udfs/paimon/validation.py)", True)
             opts = dict(self.options)
             opts.update(kv)
             self.add_commit(index, [], expect_error=err, options=opts, label=f"run with altered options {kv}")
@@ -1495,7 +1508,8 @@ def _truncate_for_rows(schema: Schema, steps: List[Dict[str, Any]]) -> Tuple[Sch
     if not set(schema.primary_key + schema.partition_by) <= kept:
         raise SchemaError("omitted columns include key or partition columns")
     dropped = [c.name for c in schema.columns[n:]]
-    return schema.truncated(n), f"rows list only the first {n} columns; omitted constant columns {dropped} are not created"
+    return schema.truncated(n), (f"rows list only the first {n} columns; "
+                                 f"omitted constant columns {dropped} are not created")
 
 
 def classify_vector(vector: Dict[str, Any], caps: Optional[Capabilities] = None,
@@ -1508,10 +1522,12 @@ def classify_vector(vector: Dict[str, Any], caps: Optional[Capabilities] = None,
     vid, level = vector["id"], vector.get("level", "")
     base = dict(vector_id=vid, engine=vector.get("engine", ""), level=level, platform=platform(vector))
     if level in KERNEL_LEVELS:
-        return Classification(**base, status=KERNEL, reason="covered by the kernel tests (tests/python/test_paimon_kernel.py)",
+        return Classification(**base, status=KERNEL,
+                              reason="covered by the kernel tests (tests/python/test_paimon_kernel.py)",
                               plans=[], notes=[])
     if level not in TABLE_LEVELS:
-        return Classification(**base, status=UNMAPPABLE, reason=f"level {level!r} is not a table-level vector", plans=[], notes=[])
+        return Classification(**base, status=UNMAPPABLE, reason=f"level {level!r} is not a table-level vector",
+                              plans=[], notes=[])
     try:
         schema = parse_schema(vector["schema"], {k: str(v) for k, v in vector.get("table_options", {}).items()})
         schema, trunc_note = _truncate_for_rows(schema, vector["steps"])
@@ -1519,9 +1535,11 @@ def classify_vector(vector: Dict[str, Any], caps: Optional[Capabilities] = None,
         return Classification(**base, status=UNMAPPABLE, reason=f"schema: {exc}", plans=[], notes=[])
     if schema.append_table:
         return Classification(**base, status=UNMAPPABLE,
-                              reason="append table (no primary key): pk_table is a primary-key table", plans=[], notes=[])
+                              reason="append table (no primary key): pk_table is a primary-key table",
+                              plans=[], notes=[])
     if "rowkind" in [c.lower() for c in schema.names] or "_bucket" in [c.lower() for c in schema.names]:
-        return Classification(**base, status=UNMAPPABLE, reason="a column named rowkind/_bucket is reserved by pk_table",
+        return Classification(**base, status=UNMAPPABLE,
+                              reason="a column named rowkind/_bucket is reserved by pk_table",
                               plans=[], notes=[])
     variants, vnotes = expand_options({k: str(v) for k, v in vector.get("table_options", {}).items()})
     cases = _sub_cases(vector["steps"])
@@ -1550,7 +1568,8 @@ def classify_vector(vector: Dict[str, Any], caps: Optional[Capabilities] = None,
     if skipped:
         roots = sorted({s.reason for s in skipped if not s.reason.startswith("step ")}
                        | {s.reason.split(": ", 1)[-1] for s in skipped if s.reason.startswith("step ")})
-        return Classification(**base, status=PARTIAL, reason=f"{len(skipped)} assertion(s) skipped: " + "; ".join(roots),
+        return Classification(**base, status=PARTIAL,
+                              reason=f"{len(skipped)} assertion(s) skipped: " + "; ".join(roots),
                               plans=plans, notes=vnotes)
     return Classification(**base, status=PASS_FULL, reason="", plans=plans, notes=vnotes)
 
@@ -1578,19 +1597,21 @@ def render_doc(classes: List[Classification], caps: Capabilities, data: Dict[str
         "",
         "## Summary",
         "",
-        f"| classification | vectors |",
-        f"|---|---|",
+        "| classification | vectors |",
+        "|---|---|",
         f"| pass-full (every assertion mapped) | {counts[PASS_FULL]} |",
         f"| partial (some assertions skipped, reasons below) | {counts[PARTIAL]} |",
         f"| unmappable (no assertion mapped) | {counts[UNMAPPABLE]} |",
-        f"| kernel (merge-function / field-aggregator unit vectors: covered by the kernel tests, tests/python/test_paimon_kernel.py) | {counts[KERNEL]} |",
+        "| kernel (merge-function / field-aggregator unit vectors: covered by the kernel tests, "
+        f"tests/python/test_paimon_kernel.py) | {counts[KERNEL]} |",
         f"| **total** | {len(classes)} |",
         "",
         f"Mapped assertions: {sum(c.mapped for c in classes)}; skipped assertions: {sum(c.skipped for c in classes)}.",
         "",
         "Materialization capabilities detected when this was generated:",
-        f"- dbt var `lakerank_full_compaction` (explicit full compaction with changelog): "
-        f"{'implemented' if caps.full_compaction_var else '**not implemented** in lakerank_lib/macros/materializations/pk_table/'}",
+        "- dbt var `lakerank_full_compaction` (explicit full compaction with changelog): "
+        + ("implemented" if caps.full_compaction_var
+           else "**not implemented** in lakerank_lib/macros/materializations/pk_table/"),
         f"- immutable `ignore-delete` / `ignore-update-before` check (\"Cannot change ... from true to false.\"): "
         f"{'implemented' if caps.immutable_option_check else '**not implemented**'}",
         "",
@@ -1600,7 +1621,8 @@ def render_doc(classes: List[Classification], caps: Capabilities, data: Dict[str
         "  `rowkind` column; arrival order = the VALUES order (pk_table's default scan order, no stored `order_by`",
         "  column; `PAIMON_VECTORS_ORDER_COLUMN=_ord` passes an explicit `order_by` column instead).",
         "- Schemas: Flink/Spark types -> Spark (`VARCHAR(n)`/`CHAR` -> string, `MULTISET<X>` -> `map<x,int>`,",
-        "  `ROW<..>` -> struct, `NOT NULL` not enforced); rows listing fewer values than the schema keep the first N columns.",
+        "  `ROW<..>` -> struct, `NOT NULL` not enforced); rows listing fewer values than the schema keep the first N "
+        "columns.",
         "- `DELETE FROM t WHERE c` -> a commit of `select <cols>, '-D' as rowkind from t where c`; `UPDATE` on",
         "  deduplicate -> the same with `+U`; `ALTER TABLE .. SET` -> options of later commits (physical options are",
         "  no-ops); `ALTER TABLE .. MODIFY` before any write -> column type; `CALL sys.compact` / `compact: full` ->",
@@ -1630,7 +1652,8 @@ def render_doc(classes: List[Classification], caps: Capabilities, data: Dict[str
         "vector file), `PAIMON_VECTORS_SHARED_HOME=0` (a fresh home per plan: ~13 s more per plan),",
         "`PAIMON_VECTORS_EXACT_COMMITS=1` (never coalesce `commit_each_row`),",
         "`PAIMON_VECTORS_ORDER_COLUMN=_ord` (explicit `order_by` column; it is stored and takes part in merges,",
-        "e.g. pu-16 then fails option validation: a partial-update default aggregate needs a sequence group for `_ord`).",
+        "e.g. pu-16 then fails option validation: a partial-update default aggregate needs a sequence group for "
+        "`_ord`).",
         "",
         "## Vectors",
         "",
@@ -1638,7 +1661,8 @@ def render_doc(classes: List[Classification], caps: Capabilities, data: Dict[str
         "|---|---|---|---|---|---|",
     ]
     for c in classes:
-        lines.append(f"| {c.vector_id} | {_md(c.engine)} | {c.platform} | {c.level} | {c.status} | {c.mapped} / {c.skipped} |")
+        lines.append(f"| {c.vector_id} | {_md(c.engine)} | {c.platform} | {c.level} | {c.status} "
+                     f"| {c.mapped} / {c.skipped} |")
     lines += ["", "## Details", ""]
     for c in classes:
         lines.append(f"### {c.vector_id} — {c.status}")

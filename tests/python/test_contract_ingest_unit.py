@@ -1,4 +1,4 @@
-"""Unit tests of python_udfs.contract_ingest on a real local SparkSession (no mocks).
+"""Unit tests of python_udfs.ingest.contract_ingest on a real local SparkSession (no mocks).
 
 Each test gets its own landing folder, checkpoint and schema, so tests are
 independent; they share one module-scoped Hive-enabled session whose
@@ -16,14 +16,16 @@ import sys
 import time
 import uuid
 
-from dbt.adapters.lakerank.connections import JVM_FLAGS
 import pytest
+
+from dbt.adapters.lakerank.connections import JVM_FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from python_udfs.contract_ingest import landing_path, run_contract_ingest  # noqa: E402
+from python_udfs.ingest.contract_ingest import run_contract_ingest  # noqa: E402
+from python_udfs.ingest.tables import landing_path  # noqa: E402
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -228,10 +230,12 @@ def test_semantics_across_builds(stream):
         json.dumps(ev("+I", 7, "2024-03-05 10:00:00.000", 100, D1, "abc")),       # 15
         "[1, 2]",                                                                  # 16
         '{"op":"+U","contract_id":8,"project_id":1,"sign_time":"2024-03-01 00:00:00"}',  # 17
-        '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 18
+        '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+        '"op_ts":"2024-03-05 10:00:00.000"}',  # 18
         '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}',                     # 19
         ev("+U", 10, "2024-03-05 10:00:00.000", None, D1),                        # 20 null project_id
-        '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}',  # 21
+        '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+        '"op_ts":"2024-03-05 10:00:00.000"}',  # 21
         '{"op":"+I","contract_id":11,"project_id":1,"sign_time":"2024-03-01 00:00:00",'
         '"op_ts":"2024-03-05 10:30:00.000","amount":1234567890123456.785}',        # 22 exact, half-up
         '{"op":"-D","contract_id":13,"op_ts":"2024-03-05 10:00:00.000"} trailing',  # 23
@@ -261,11 +265,13 @@ def test_semantics_across_builds(stream):
         (16, "not a json object", "[1, 2]"),
         (17, "null op_ts", '{"op":"+U","contract_id":8,"project_id":1,"sign_time":"2024-03-01 00:00:00"}'),
         (18, "bad contract_id '1.5'",
-         '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
+         '{"op":"+I","contract_id":"1.5","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+         '"op_ts":"2024-03-05 10:00:00.000"}'),
         (19, "missing op", '{"contract_id":9,"op_ts":"2024-03-05 10:00:00.000"}'),
         (20, "null project_id", json.dumps(ev("+U", 10, "2024-03-05 10:00:00.000", None, D1))),
         (21, "bad contract_id '12'",
-         '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00","op_ts":"2024-03-05 10:00:00.000"}'),
+         '{"op":"+I","contract_id":"12","project_id":1,"sign_time":"2024-03-01 00:00:00",'
+         '"op_ts":"2024-03-05 10:00:00.000"}'),
         (23, "invalid json", '{"op":"-D","contract_id":13,"op_ts":"2024-03-05 10:00:00.000"} trailing'),
     ]
     assert {r[1] for r in stream.quarantine_rows()} == {f1u}
@@ -406,7 +412,7 @@ def reference_fold(batches):
     """A plain-Python model of the documented semantics (the per-contract fold of the former
     streaming-state ingest): per batch, the changelog rows (seq, rowkind, project, contract,
     sign_time, amount, op_ts, file, line) in (op_ts, file, line, n) order, and the counts."""
-    from decimal import Decimal, ROUND_HALF_UP
+    from decimal import ROUND_HALF_UP, Decimal
 
     state = {}  # contract -> (last key, live, image)
     out = []
@@ -460,7 +466,7 @@ def test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch):
     takes the bulk path: ranges numbered and written in parallel, several files."""
     import random
 
-    import python_udfs.contract_ingest as ci
+    import python_udfs.ingest.contract_ingest as ci
 
     monkeypatch.setattr(ci, "_ONE_FILE_MAX", 7)
 
@@ -658,7 +664,7 @@ def test_wall_clock_fast_parse_equals_the_pattern_parse(spark):
     exactly what the pattern parse (`parse_ntz`) does, in a zone with daylight saving."""
     from pyspark.sql import functions as F
 
-    from python_udfs.contract_ingest import WALL_CLOCK, WALL_CLOCK_MS, parse_ntz, parse_wall_clock
+    from python_udfs.ingest.wall_clock import WALL_CLOCK, WALL_CLOCK_MS, parse_ntz, parse_wall_clock
 
     zone = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
@@ -685,7 +691,7 @@ def test_whole_file_numbering_equals_the_split_count(spark, tmp_path):
     real micro-batch of small files takes the window (`whole_files`)."""
     from pyspark.sql import functions as F
 
-    from python_udfs.landed_lines import batch_files, line_stream, numbered_lines, whole_files
+    from python_udfs.ingest.landed_lines import batch_files, line_stream, numbered_lines, whole_files
 
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -729,7 +735,7 @@ def test_cheap_text_helpers_equal_their_regexes(spark):
     from hypothesis import strategies as st
     from pyspark.sql import functions as F
 
-    from python_udfs.landed_lines import BLANK, is_event, trim_space, without_bom
+    from python_udfs.ingest.landed_lines import BLANK, is_event, trim_space, without_bom
 
     def decided(trimmed):
         return [trimmed.startswith("{"), trimmed.endswith("}"), trimmed.try_cast("decimal(18,2)"),

@@ -1,7 +1,7 @@
 """The examples (models/examples/) against an independent oracle computed from the raw landed
 events in plain Python/pandas + DuckDB:
 
-* the generic landing ingest (python_udfs/landing_ingest.py) of three streams: typed rows,
+* the generic landing ingest (python_udfs/ingest/landing_ingest.py) of three streams: typed rows,
   quarantine with reason and raw line, counts that reconcile;
 * seed 003's wide table ``dim_project_wide`` (partial-update, one sequence group per stream, fed
   by ``int_project_wide_changes``' multi-source commits), ``int_payments``;
@@ -155,7 +155,7 @@ def gen_payments(rng: random.Random) -> list[list[tuple[str, Optional[str]]]]:
         op_ts = pay_time + dt.timedelta(milliseconds=rng.randint(0, 900))
         n = 1 + (rng.random() < 0.6) + (rng.random() < 0.2)
         build = rng.randrange(N_BUILDS - 1)
-        for k in range(n):
+        for _ in range(n):
             amount = Decimal(rng.randint(100, 500000)) / 100
             text = _Num(f"{amount:.2f}") if rng.random() < 0.5 else str(amount)
             obj = {"payment_id": pay_id, "project_id": project, "amount": text,
@@ -573,7 +573,7 @@ def test_examples_match_oracle(lakerank):
     spark.sql(f"insert into {union_table} partition (_commit_id = {head + 1}) "
               f"select {cols} from {union_table} where _commit_id = {head}")
     union_model = _load_model("int_project_wide_changes")
-    from python_udfs.landing_ingest import run_commit_union
+    from python_udfs.ingest.commit_union import run_commit_union
 
     result = run_commit_union(spark, table=union_table, ddl=union_model.DDL, sources=union_model.sources(SCHEMA))
     assert result.startswith("no pending commits"), result
@@ -601,7 +601,7 @@ def test_declared_stream_fields_read_as_the_tuples():
     import pytest
     import yaml
 
-    from python_udfs.landing_ingest import normalise_fields, run_declared_stream
+    from python_udfs.ingest.landing_ingest import normalise_fields, run_declared_stream
 
     examples_yml = os.path.join(os.path.dirname(__file__), "..", "..", "models", "examples", "_examples.yml")
     with open(examples_yml, encoding="utf-8") as fh:

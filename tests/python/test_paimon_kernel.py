@@ -1,4 +1,4 @@
-"""Unit tests of the pure-Python Paimon merge kernel (python_udfs.paimon_merge / paimon_options).
+"""Unit tests of the pure-Python Paimon merge kernel (python_udfs.paimon).
 
 No Spark.  The expectations come from ``../shared/paimon_vectors_public.json`` (copied from
 Paimon's own tests, see its ``conventions``):
@@ -27,25 +27,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from python_udfs.paimon_merge import (
-    FieldAggregator,
-    PaimonArithmeticError,
-    PaimonMergeError,
-    agg,
-    commit_key,
-    make_aggregator,
-    merge_order,
-    merge_pass,
-    retract,
-    write_filter,
-)
-from python_udfs.paimon_options import (
-    SparkType,
-    PaimonOptionError,
-    field_settings,
-    parse_options,
-    parse_type,
-)
+from python_udfs.paimon.aggregators import agg, make_aggregator, retract
+from python_udfs.paimon.errors import PaimonArithmeticError, PaimonMergeError, PaimonOptionError
+from python_udfs.paimon.field_aggregator import FieldAggregator
+from python_udfs.paimon.field_options import field_settings
+from python_udfs.paimon.merge import commit_key, merge_order, merge_pass, write_filter
+from python_udfs.paimon.spark_types import SparkType, parse_type
+from python_udfs.paimon.validation import parse_options
 
 VECTORS_PATH = Path(__file__).resolve().parents[3] / "shared" / "paimon_vectors_public.json"
 if not VECTORS_PATH.is_file():
@@ -350,7 +338,7 @@ def _fa_params():
         vector = VECTORS[vid]
         if vector["level"] != "field_aggregator":
             continue
-        for i, step in enumerate(vector["steps"]):
+        for i in range(len(vector["steps"])):
             yield pytest.param(vid, i, id=f"{vid}[{i}]")
 
 

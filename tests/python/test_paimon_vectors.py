@@ -281,7 +281,8 @@ class VectorRun:
         exp = chk.expected
         width = {len(r) for r in exp}
         if exp and width != {len(types)}:
-            self.failures.append(f"step {chk.index} {chk.what}: expected rows of width {width}, query has {len(types)} columns")
+            self.failures.append(
+                f"step {chk.index} {chk.what}: expected rows of width {width}, query has {len(types)} columns")
             return
         diff = pv.compare_rows(rows, exp, types, ordered=chk.ordered, any_order=chk.any_order,
                                key_positions=chk.key_positions)
@@ -333,7 +334,8 @@ class VectorRun:
         if compile_error is not None:
             for c in normal:
                 self.checked += 1
-                self.failures.append(f"step {c.index} {c.what}: dbt compile of lakerank macros failed: {_clip(compile_error)}")
+                self.failures.append(
+                    f"step {c.index} {c.what}: dbt compile of lakerank macros failed: {_clip(compile_error)}")
             normal = []
 
         def render(sql: str) -> str:
@@ -366,7 +368,7 @@ class VectorRun:
                     err = msg
                 else:
                     try:
-                        self.fetch(self._PH.sub(lambda _m: out[0], c.sql))
+                        self.fetch(self._PH.sub(lambda _m, out=out: out[0], c.sql))
                     except Exception as exc:  # noqa: BLE001
                         err = str(exc)
             if err is None:
@@ -726,8 +728,9 @@ def test_canonical_values():
 
 
 def test_option_variants_and_snapshot_mapping():
-    variants, _ = pv.expand_options({"changelog-producer": "lookup | full-compaction", "merge-engine":
-                                     "aggregation | partial-update", "fields.f1.sequence-group": "f0 (partial-update only)"})
+    variants, _ = pv.expand_options({"changelog-producer": "lookup | full-compaction",
+                                     "merge-engine": "aggregation | partial-update",
+                                     "fields.f1.sequence-group": "f0 (partial-update only)"})
     assert len(variants) == 4
     assert all(("fields.f1.sequence-group" in o) == (o["merge-engine"] == "partial-update") for _, o in variants)
     variants, notes = pv.expand_options({"fields.x.aggregation-function": "sum (sic: not a recognised key)"})

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from pk_project import PkProject
 
 COLS = ["k", "s", "v", "m"]
@@ -183,7 +184,8 @@ def test_pk_tables_follow_the_merge_rules(runner, tmp_path_factory, data):
         non_empty = [i for i in range(3) if commits[name][i]]
         assert n_commits == len(non_empty)
         for snap, commit_index in enumerate(non_empty, start=1):
-            sql = dbt.compiled("select k, s, v, m from {{ lakerank_lib.as_of(ref('" + name + "'), " + str(snap) + ") }}")
+            sql = dbt.compiled(
+                "select k, s, v, m from {{ lakerank_lib.as_of(ref('" + name + "'), " + str(snap) + ") }}")
             assert _as_state(dbt.rows(sql)) == history[name][commit_index], f"{name} as_of {snap}"
             if MODELS[name].get("changelog-producer") == "lookup":
                 log = dbt.rows(dbt.compiled(

@@ -6,9 +6,8 @@ import os
 
 import pytest
 
-from dbt.adapters.lakerank.connections import env_spark_conf
-
 from conftest import ROOT
+from dbt.adapters.lakerank.connections import env_spark_conf
 
 
 def test_env_spark_conf_parses_pairs(monkeypatch):

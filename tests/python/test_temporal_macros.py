@@ -351,7 +351,8 @@ def test_edge_cases_then_late_changes(analyst):
         (2, T(6), T(7), "xx", None, None),
         (2, T(7), OPEN_END, "new", "dan", "open"),
     ]
-    assert [r for r in got["dim_project_version"] if r[0] in (3, None)] == [(None, T(1), OPEN_END, "nullcity", None, None)]
+    assert [r for r in got["dim_project_version"] if r[0] in (3, None)] == [
+        (None, T(1), OPEN_END, "nullcity", None, None)]
     assert [r for r in got["dim_project_version_collapsed"] if r[0] == 1][-1] == (1, T(10), None, "sz", "amy", "done")
     assert analyst.columns(f"{SCHEMA}.dim_project_version") == ["project_id", "ver_start", "ver_end", *DIM_COLS]
     by_id = {r[0]: r[4:] for r in got["fct_order_project"]}

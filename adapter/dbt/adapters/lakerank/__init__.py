@@ -4,10 +4,13 @@ Profiles say ``type: lakerank``. Everything else is dbt-spark; see ``impl.py``.
 """
 
 from dbt.adapters.base import AdapterPlugin
-from dbt.adapters.lakerank.connections import LakerankConnectionManager  # noqa: F401
-from dbt.adapters.lakerank.connections import LakerankCredentials
-from dbt.adapters.lakerank.impl import LakerankAdapter
 from dbt.include import lakerank
+
+from dbt.adapters.lakerank.connections import (
+    LakerankConnectionManager,  # noqa: F401
+    LakerankCredentials,
+)
+from dbt.adapters.lakerank.impl import LakerankAdapter
 
 Plugin = AdapterPlugin(
     adapter=LakerankAdapter,  # type: ignore[arg-type]

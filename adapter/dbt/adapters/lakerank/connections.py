@@ -93,7 +93,7 @@ def acquire_build_lock(home: str) -> None:
             f"lakerank: another build is already running on LAKERANK_HOME={home} "
             f"({holder}). Refusing to start; nothing was changed. "
             "Wait for it to finish, or use another LAKERANK_HOME."
-        )
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
     _LOCKS[home] = fd
@@ -123,7 +123,8 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         "spark.lakerank.home": home,
         # DataNucleus' level-2 cache keeps the metastore's table and partition objects in
         # this JVM between metastore transactions (~5 % on a Paimon vectors subset, within
-        # this box's drift: docs/benchmarks.md, tenth session). Safe here: the home's Derby database is embedded, and Derby
+        # this box's drift: docs/benchmarks.md, tenth session). Safe here: the home's Derby
+        # database is embedded, and Derby
         # boots a database in one JVM only, so no other process changes it under the cache;
         # another home (or a return to this one) gets a new DataNucleus factory and an
         # empty cache. A shared metastore server would need it off.

@@ -79,10 +79,11 @@ class LakerankAdapter(StorageMixin, SwapMixin, SparkAdapter):
         naming the offending key."""
         from dbt_common.exceptions import CompilationError
 
-        from python_udfs.paimon_options import PaimonOptionError, parse_options
+        from python_udfs.paimon.errors import PaimonOptionError
+        from python_udfs.paimon.validation import validate_options
 
         try:
-            return parse_options(
+            spec = validate_options(
                 {str(k): v for k, v in (options or {}).items()},
                 [(c["name"], c["type"]) for c in columns],
                 list(primary_key),
@@ -90,23 +91,23 @@ class LakerankAdapter(StorageMixin, SwapMixin, SparkAdapter):
             )
         except PaimonOptionError as exc:
             raise CompilationError(f"pk_table {model_name}: option '{exc.key}': {exc}") from exc
+        return spec.as_dict()  # the plain form the pk_table macros read and pk_commit ships as JSON
 
     @available
     def lakerank_pk_merge(self, input_view: str, stored_view: str, spec, columns, out_view: str) -> str:
-        """Register ``out_view`` with the commit's per-key merge (python_udfs.pk_commit)."""
+        """Register ``out_view`` with the commit's per-key merge (python_udfs.commit.pk_commit)."""
         import python_udfs
-        from python_udfs.pk_commit import merge_commit
-
-        from dbt.adapters.lakerank.python_job import _ship_python_udfs
+        from dbt.adapters.lakerank.python_job import ship_python_udfs
+        from python_udfs.commit.pk_commit import merge_commit
 
         spark = self._session()
-        _ship_python_udfs(spark, os.path.dirname(os.path.dirname(os.path.abspath(python_udfs.__file__))))
+        ship_python_udfs(spark, os.path.dirname(os.path.dirname(os.path.abspath(python_udfs.__file__))))
         merge_commit(spark, input_view, stored_view, dict(spec), list(columns), out_view)
         return ""
 
     @available
     def lakerank_pk_sql_mergeable(self, spec) -> bool:
-        """Whether the commit's merge can run as plain Spark SQL (python_udfs.pk_commit)."""
-        from python_udfs.pk_commit import sql_mergeable
+        """Whether the commit's merge can run as plain Spark SQL (python_udfs.commit.pk_commit)."""
+        from python_udfs.commit.pk_commit import sql_mergeable
 
         return sql_mergeable(dict(spec))

@@ -22,7 +22,7 @@ from dbt.adapters.lakerank.connections import project_dir
 _SHIPPED: set = set()
 
 
-def _ship_python_udfs(spark, root: str) -> None:
+def ship_python_udfs(spark, root: str) -> None:
     """Make ``python_udfs`` importable on executors of a non-local master."""
     master = spark.sparkContext.master
     pkg = os.path.join(root, "python_udfs")
@@ -52,7 +52,7 @@ class SessionPythonJobHelper(PythonJobHelper):
         root = project_dir()
         if root not in sys.path:
             sys.path.insert(0, root)
-        _ship_python_udfs(spark, root)
+        ship_python_udfs(spark, root)
         name = self.parsed_model.get("alias") or self.parsed_model.get("name", "model")
         scope: Dict[str, Any] = {"spark": spark, "__name__": f"lakerank_model_{name}"}
         try:

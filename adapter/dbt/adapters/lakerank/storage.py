@@ -26,23 +26,9 @@ class StorageMixin(metaclass=AdapterMeta):
     @available
     def lakerank_partition_locations(self, relation) -> Dict[str, str]:
         """``{"col=value": location}`` for every partition of ``relation`` (one metastore call)."""
-        spark = self._session()
-        if spark is None:
+        if self._session() is None:
             return {}
-        catalog = spark._jsparkSession.sharedState().externalCatalog()
-        parts = catalog.listPartitions(relation.schema, relation.identifier, jvm_class(spark, "scala.Option").empty())
-        out: Dict[str, str] = {}
-        it = parts.iterator()
-        while it.hasNext():
-            part = it.next()
-            spec = part.spec()
-            keys = spec.keys().iterator()
-            items = []
-            while keys.hasNext():
-                k = keys.next()
-                items.append(f"{k}={spec.apply(k)}")
-            out["/".join(items)] = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString())
-        return out
+        return {spec: location for spec, (_part, location) in self._partitions(relation).items()}
 
     @available
     def lakerank_delete_path(self, location: str) -> bool:
@@ -254,7 +240,8 @@ class StorageMixin(metaclass=AdapterMeta):
         spark = self._session()
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         out = {}
-        it = catalog.listPartitions(relation.schema, relation.identifier, jvm_class(spark, "scala.Option").empty()).iterator()
+        none = jvm_class(spark, "scala.Option").empty()
+        it = catalog.listPartitions(relation.schema, relation.identifier, none).iterator()
         while it.hasNext():
             part = it.next()
             spec = part.spec()
@@ -262,7 +249,8 @@ class StorageMixin(metaclass=AdapterMeta):
             while keys.hasNext():
                 k = keys.next()
                 items.append(f"{k}={spec.apply(k)}")
-            out["/".join(items)] = (part, str(jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString()))
+            location = jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString()
+            out["/".join(items)] = (part, str(location))
         return out
 
     @available

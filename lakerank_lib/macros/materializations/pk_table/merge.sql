@@ -43,10 +43,10 @@
 
 
 {#- The commit's merge: stored rows of the touched keys + the input, per key, as one view
-    (`__role` after/premerged/input/lookup, `__kind`, `__pos`; contract: python_udfs.pk_commit),
+    (`__role` after/premerged/input/lookup, `__kind`, `__pos`; contract: python_udfs.commit.pk_commit),
     computed once (its output feeds the data, the logs and the snapshot).
     SQL path (pk_sql_merge): deduplicate and first-row option sets that plain Spark SQL
-    reproduces exactly (python_udfs.pk_commit.sql_mergeable); everything else goes through
+    reproduces exactly (python_udfs.commit.pk_commit.sql_mergeable); everything else goes through
     the Python kernel, with a SQL fast path for new keys with a single add row (Paimon's
     single-record shortcut) — unless the merge function must see it (lookup compaction on
     partial-update/aggregation) or rowkind.field decides kinds. -#}
@@ -71,7 +71,7 @@
 {%- endmacro %}
 
 
-{#- The merge through python_udfs.pk_commit (applyInArrow), new single-row keys in SQL. -#}
+{#- The merge through python_udfs.commit.pk_commit (applyInArrow), new single-row keys in SQL. -#}
 {% macro pk_python_merge(views, layout, spec, on_key) -%}
   {%- set fast = spec.rowkind_field is none
         and (spec.engine in ['deduplicate', 'first-row'] or not spec.lookup_compaction) -%}
@@ -107,7 +107,7 @@
 {%- endmacro %}
 
 
-{#- python_udfs.paimon_merge.commit_key for deduplicate / first-row in SQL, all keys at once.
+{#- python_udfs.paimon.merge.commit_key for deduplicate / first-row in SQL, all keys at once.
     Per key, the write-filtered input rows and the stored row (arrival -1, kind +I) are
     ranked by merge order: the "winner" is the last (deduplicate: sequence fields, NULL
     smallest, then arrival) or the first (first-row: arrival) — the stored row loses ties

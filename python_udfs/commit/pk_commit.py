@@ -9,7 +9,7 @@ one view with, per touched key, the rows each consumer needs (column ``__role``)
 ``input``       the write-filtered input rows (changelog-producer input);
 ``lookup``      the lookup changelog (-U/+U, +I, -D) of the key for this commit.
 
-The merge rules live in :mod:`python_udfs.paimon_merge`; this module only moves rows
+The merge rules live in :mod:`python_udfs.paimon.merge`; this module only moves rows
 between Spark and that code, one key group at a time (``applyInArrow``), so nothing is
 collected to the driver.
 
@@ -79,7 +79,7 @@ def _key_merger(spec_json: str, columns: List[str], schema_json: str):
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import StructType
 
-        from python_udfs.paimon_merge import commit_key
+        from python_udfs.paimon.merge import commit_key
 
         spec = _spec_cache(spec_json)
         # Spark expects timestamps back in UTC (it sends them in the session time zone).
@@ -116,14 +116,15 @@ def _key_merger(spec_json: str, columns: List[str], schema_json: str):
 
 #: Types whose Spark ordering equals Python's on the values pyarrow hands over.
 _SQL_ORDERED = frozenset(
-    {"tinyint", "smallint", "int", "bigint", "decimal", "string", "varchar", "boolean", "date", "timestamp", "timestamp_ntz"}
+    {"tinyint", "smallint", "int", "bigint", "decimal", "string", "varchar", "boolean", "date", "timestamp",
+     "timestamp_ntz"}
 )
-#: Types whose Spark null-safe equality (<=>) equals ``paimon_merge.values_equal``.
+#: Types whose Spark null-safe equality (<=>) equals ``paimon.values.values_equal``.
 _SQL_EQUAL = _SQL_ORDERED | {"binary"}
 
 
 def _sql_comparable(type_str: str) -> bool:
-    from python_udfs.paimon_options import parse_type
+    from python_udfs.paimon.spark_types import parse_type
 
     def ok(t) -> bool:
         if t.name == "array":
@@ -140,7 +141,7 @@ def sql_mergeable(spec: Dict[str, Any]) -> bool:
 
     Conservative: any option the SQL path does not model sends the commit to Python.
     """
-    from python_udfs.paimon_options import parse_type
+    from python_udfs.paimon.spark_types import parse_type
 
     if spec.get("engine") not in ("deduplicate", "first-row") or spec.get("rowkind_field"):
         return False

@@ -1,6 +1,6 @@
 """Generic exactly-once ingest of JSON Lines streams, and a multi-source commit union.
 
-``run_landing_ingest`` is the stateless sibling of :mod:`python_udfs.contract_ingest`:
+``run_landing_ingest`` is the stateless sibling of :mod:`python_udfs.ingest.contract_ingest`:
 it consumes every file under ``$LAKERANK_HOME/landing/<stream>/`` that an earlier call
 has not consumed yet (Structured Streaming, ``trigger(availableNow=True)``, checkpoint
 in ``checkpoint_dir``), validates each line against a declared schema and writes, per
@@ -13,9 +13,8 @@ micro-batch (= commit ``_commit_id``, the streaming batch id), three tables:
 * ``ingest_log_table``: one row per commit with the counts, which reconcile:
   ``events_landed = applied + quarantined``.
 
-``run_commit_union`` builds one commit stream out of several: each call reads the
-pending commits of every source (per-source watermarks), normalises them to one schema
-and publishes them as the next commit of its own table. See its docstring.
+``run_commit_union`` (:mod:`python_udfs.ingest.commit_union`) builds one commit stream out
+of several landed ones.
 
 Schema
 ------
@@ -30,7 +29,8 @@ formats, values}`` (how a model's YAML declares them: ``run_declared_stream``):
   (``missing <name>``); an optional missing value is NULL;
 * ``options``: ``{"formats": [...]}`` date/timestamp patterns tried in order (default
   ``yyyy-MM-dd HH:mm:ss.SSS`` then ``yyyy-MM-dd HH:mm:ss`` for timestamps,
-  ``yyyy-MM-dd`` for dates; timestamps are stored as TIMESTAMP_NTZ, the wall clock as written), ``{"values": [...]}`` the allowed values
+  ``yyyy-MM-dd`` for dates; timestamps are stored as TIMESTAMP_NTZ, the wall clock as written),
+  ``{"values": [...]}`` the allowed values
   (after the cast).
 
 Names are plain identifiers not starting with ``_`` (those are the ingest's own).
@@ -61,7 +61,7 @@ missing or empty landing folder is an empty stream (the folder is created).
 
 Crash safety
 ------------
-As :mod:`python_udfs.contract_ingest`: a replayed batch has the same ``batch_id`` and
+As :mod:`python_udfs.ingest.contract_ingest`: a replayed batch has the same ``batch_id`` and
 files, the output is a function of them, and each table's partition for a commit is
 written into a fresh directory and published with one metastore call
 (``python_udfs.jvm.point_partition``), so a replay replaces rather than appends and a
@@ -74,34 +74,30 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from python_udfs.contract_ingest import (
-    _ensure_table,
-    _mkdirs,
-    rename_relanded,
-    parse_ntz,
-    _publish_partition,
-    _quote_name,
+from python_udfs.ingest.landed_lines import numbered_lines, trim_space, whole_files
+from python_udfs.ingest.tables import (
+    QUARANTINE_DDL,
+    batch_counts,
+    checked_lines,
+    commits_summary,
+    ensure_tables,
     landing_path,
+    publish_partition,
     publish_quarantine_and_log,
+    run_available_now,
+    start_stream,
 )
-from python_udfs.jvm import kept, partition_values, release, split_table_name
-from python_udfs.landed_lines import line_stream, numbered_lines, trim_space, whole_files
+from python_udfs.ingest.wall_clock import parse_ntz
+from python_udfs.jvm import kept, release
 
 __all__ = [
     "run_declared_stream",
     "run_landing_ingest",
-    "run_commit_union",
-    "landing_path",
     "normalise_fields",
     "table_ddl",
-    "QUARANTINE_DDL",
     "INGEST_LOG_DDL",
 ]
 
-QUARANTINE_DDL = (
-    "reason STRING, raw_line STRING, _source_file STRING, _source_line BIGINT, "
-    "_quarantined_at TIMESTAMP_NTZ, _commit_id BIGINT"
-)
 INGEST_LOG_DDL = (
     "files BIGINT, events_landed BIGINT, applied BIGINT, quarantined BIGINT, "
     "_committed_at TIMESTAMP_NTZ, _commit_id BIGINT"
@@ -177,7 +173,7 @@ def _field_tuple(spec: Mapping[str, Any]) -> tuple:
 
 
 # A declared `timestamp` is a wall-clock business time: stored as TIMESTAMP_NTZ so it reads
-# back exactly as landed in any zone (see contract_ingest.parse_ntz).
+# back exactly as landed in any zone (see wall_clock.parse_ntz).
 _STORED_TYPE = {"timestamp": "timestamp_ntz"}
 
 
@@ -222,7 +218,7 @@ def _parse_lines(lines, fields: List[Dict[str, Any]]):
         elif t == "boolean":
             value = F.when(jtype(name) == "BOOLEAN", F.expr(f"try_variant_get(v, '$.{name}', 'boolean')"))
         else:  # date, timestamp
-            if t == "timestamp":  # wall clock as written, zone-free (contract_ingest.parse_ntz)
+            if t == "timestamp":  # wall clock as written, zone-free (wall_clock.parse_ntz)
                 parsed = parse_ntz(jstr(name), *f["formats"])
             else:
                 parsed = F.coalesce(*[F.to_date(F.try_to_timestamp(jstr(name), F.lit(fmt))) for fmt in f["formats"]])
@@ -249,19 +245,8 @@ def _parse_lines(lines, fields: List[Dict[str, Any]]):
         reason = reason.when(present(name) & values[name].isNull(), F.concat(
             F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'")))
 
-    marker = F.col("line") == 0
-    checked = lines.withColumn("reason", F.when(~marker, reason))
-    valid = ~marker & F.col("reason").isNull()
-    return checked.select(
-        F.when(marker, F.lit("file")).when(valid, F.lit("E")).otherwise(F.lit("quarantined")).alias("kind"),
-        "file",
-        "line",
-        "n_events",
-        "reason",
-        F.when(~marker & ~valid, F.col("text")).alias("raw"),
-        *[F.when(valid, values[f["name"]]).cast(_STORED_TYPE.get(f["type"], f["type"])).alias("__f_" + f["name"]) for f in fields],
-        "batch_us",
-    )
+    return checked_lines(lines, reason, [
+        ("__f_" + f["name"], values[f["name"]].cast(_STORED_TYPE.get(f["type"], f["type"]))) for f in fields])
 
 
 # --------------------------------------------------------------------------
@@ -301,29 +286,18 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
     from pyspark.sql import functions as F
 
     spec = normalise_fields(fields)
-    locations = {
-        "table": _ensure_table(spark, table, table_ddl(fields)),
-        "quarantine": _ensure_table(spark, quarantine_table, QUARANTINE_DDL),
-        "ingest_log": _ensure_table(spark, ingest_log_table, INGEST_LOG_DDL),
-    }
-    _mkdirs(spark, landing_dir)
-    rename_relanded(landing_dir, checkpoint_dir)
-    output = line_stream(spark, landing_dir, max_files_per_trigger)
+    locations = ensure_tables(spark, table=(table, table_ddl(fields)), quarantine=(quarantine_table, QUARANTINE_DDL),
+                              ingest_log=(ingest_log_table, INGEST_LOG_DDL))
+    output = start_stream(spark, landing_dir, checkpoint_dir, max_files_per_trigger)
     stats_by_commit: Dict[int, Dict[str, int]] = {}
 
     def write_batch(lines_df, batch_id: int) -> None:
         commit_id = int(batch_id)
-        batch_df = kept(_parse_lines(numbered_lines(lines_df, whole_files(spark, checkpoint_dir, int(batch_id))), spec))
+        batch_df = kept(_parse_lines(numbered_lines(lines_df, whole_files(spark, checkpoint_dir, commit_id)), spec))
         try:
-            kind = F.col("kind")
-            agg = batch_df.agg(
-                F.count(F.when(kind == "file", 1)).alias("files"),
-                F.coalesce(F.sum(F.when(kind == "file", F.col("n_events"))), F.lit(0)).alias("events_landed"),
-                F.count(F.when(kind == "E", 1)).alias("applied"),
-                F.count(F.when(kind == "quarantined", 1)).alias("quarantined"),
-                F.max("batch_us").alias("batch_us"),
-            ).collect()[0]
-            stats = {n: int(agg[n]) for n in ("files", "events_landed", "applied", "quarantined")}
+            agg = batch_counts(batch_df)
+            stats = {"files": int(agg["files"]), "events_landed": int(agg["events_landed"]),
+                     "applied": int(agg["events"]), "quarantined": int(agg["quarantined"])}
             if stats["events_landed"] != stats["applied"] + stats["quarantined"]:
                 raise RuntimeError(
                     f"landing ingest {table} commit {commit_id}: counts do not reconcile: events_landed "
@@ -336,7 +310,7 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
 
             if stats["applied"]:
                 rows = (
-                    batch_df.where(kind == "E")
+                    batch_df.where(F.col("kind") == "E")
                     .select(
                         *[F.col("__f_" + f["name"]).alias(f["name"]) for f in spec],
                         F.col("file").alias("_source_file"),
@@ -345,128 +319,12 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
                     .repartition(1)
                     .sortWithinPartitions("_source_file", "_source_line")
                 )
-                _publish_partition(spark, table, locations["table"], commit_id, rows)
+                publish_partition(spark, table, locations["table"], commit_id, rows)
             stats_by_commit[commit_id] = stats
         finally:
             release(batch_df)
 
-    _mkdirs(spark, checkpoint_dir)
-    query = (
-        output.writeStream.foreachBatch(write_batch)
-        .option("checkpointLocation", checkpoint_dir)
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    commits = sorted(stats_by_commit)
-    totals = {n: sum(s[n] for s in stats_by_commit.values())
-              for n in ("events_landed", "applied", "quarantined")}
-    counts = (f"landed {totals['events_landed']}, applied {totals['applied']}, "
-              f"quarantined {totals['quarantined']}")
-    if not commits:
-        return f"no new commits: {counts}"
-    if len(commits) == 1:
-        return f"commit {commits[0]}: {counts}"
-    return f"commits {commits[0]}..{commits[-1]}: {counts}"
-
-
-# --------------------------------------------------------------------------
-# Multi-source commits
-# --------------------------------------------------------------------------
-
-WATERMARK_PREFIX = "lakerank.source."
-
-
-def _properties(spark, table: str) -> Dict[str, str]:
-    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {_quote_name(table)}").collect()}
-
-
-def _table_exists(spark, table: str) -> bool:
-    return spark.catalog.tableExists(table)
-
-
-def run_commit_union(spark, *, table: str, ddl: str, sources: Sequence[Dict[str, str]],
-                     reset: bool = False) -> str:
-    """Publish the pending commits of several commit sources as ONE new commit of ``table``.
-
-    ``sources``: dicts with ``name`` (the watermark's name), ``head_table`` and
-    ``head_property`` (the source's head, its last committed commit: the table property
-    ``lakerank.commit_id`` of a stream ingest or ``swap_partitions`` model,
-    ``lakerank.snapshot_id`` of a pk_table), ``rows_table`` (the rows, with
-    ``_commit_id``; default ``head_table``; a pk_table's ``<model>__audit_log``) and
-    ``select`` (a SELECT over ``{rows}``, the source's rows in its window, returning any
-    subset of ``ddl``'s columns; the others are NULL). A missing table or property is
-    an empty source.
-
-    Per call: the window of each source is ``(watermark, head]``, the watermark being
-    this table's property ``lakerank.source.<name>``; if any window is non-empty, the
-    union of their rows becomes partition ``_commit_id = n`` (``n`` = this table's
-    ``lakerank.commit_id`` + 1), written into a fresh directory and published with one
-    metastore call, and then ONE ``ALTER TABLE ... SET TBLPROPERTIES`` records ``n`` and
-    every source's new watermark together. A call killed before that statement left at
-    most an unrecorded partition ``n``: the next call drops it and recomputes it from
-    the same (or wider) windows, so every source commit lands in exactly one recorded
-    commit of ``table``. Readers of ``table`` read only up to its recorded head.
-
-    A source whose head is below this table's watermark for it was rebuilt (its commit
-    ids restarted): the call fails rather than skip or re-read commits. ``reset`` (a
-    ``--full-refresh``) drops ``table`` first and re-reads every source from the start;
-    its consumers must then be rebuilt too (their watermarks refer to the old commits).
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import _parse_datatype_string
-
-    qname = _quote_name(table)
-    if reset:
-        spark.sql(f"DROP TABLE IF EXISTS {qname}")
-    location = _ensure_table(spark, table, ddl)
-    props = _properties(spark, table)
-    head = int(props.get("lakerank.commit_id", "-1"))
-    # A partition beyond the recorded head is a dead attempt's: never read, drop it.
-    for value in partition_values(spark, *split_table_name(spark, table), "_commit_id"):
-        commit = int(value)
-        if commit > head:
-            spark.sql(f"ALTER TABLE {qname} DROP IF EXISTS PARTITION (_commit_id = {commit})")
-
-    schema = [f for f in _parse_datatype_string(ddl).fields if f.name != "_commit_id"]
-    windows = []
-    for source in sources:
-        name = source["name"]
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-            raise ValueError(f"commit source name {name!r} must be an identifier")
-        rows_table = source.get("rows_table") or source["head_table"]
-        source_head = -1
-        if _table_exists(spark, source["head_table"]) and _table_exists(spark, rows_table):
-            source_head = int(_properties(spark, source["head_table"]).get(source["head_property"], "-1"))
-        mark = int(props.get(WATERMARK_PREFIX + name, "-1"))
-        if source_head < mark:
-            raise RuntimeError(
-                f"commit source {name} ({source['head_table']}) is at commit {source_head} but {table} "
-                f"already consumed it up to {mark}: the source was rebuilt. Rebuild {table} and its "
-                "consumers too (dbt build --full-refresh on them).")
-        windows.append((name, rows_table, source["select"], mark, source_head))
-    pending = [w for w in windows if w[4] > w[3]]
-    if not pending:
-        return f"no pending commits (head {head})"
-
-    commit_id = head + 1
-    frames = []
-    for name, rows_table, select_sql, mark, source_head in pending:
-        view = f"__lr_union_{name}"
-        spark.sql(
-            f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM {_quote_name(rows_table)} "
-            f"WHERE _commit_id > {mark} AND _commit_id <= {source_head}")
-        df = spark.sql(select_sql.format(rows=view))
-        have = set(df.columns)
-        frames.append(df.select(*[
-            (F.col(f.name) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
-            for f in schema]))
-    union = frames[0]
-    for df in frames[1:]:
-        union = union.unionByName(df)
-    _publish_partition(spark, table, location, commit_id, union.repartition(1))
-    marks = [("lakerank.commit_id", commit_id)] + [(WATERMARK_PREFIX + w[0], w[4]) for w in pending]
-    spark.sql(f"ALTER TABLE {qname} SET TBLPROPERTIES ("
-              + ", ".join(f"'{k}' = '{v}'" for k, v in marks) + ")")
-    return f"commit {commit_id}: " + ", ".join(f"{w[0]} ({w[3]}, {w[4]}]" for w in pending)
+    run_available_now(spark, output, write_batch, checkpoint_dir)
+    totals = {n: sum(s[n] for s in stats_by_commit.values()) for n in ("events_landed", "applied", "quarantined")}
+    return commits_summary(stats_by_commit, f"landed {totals['events_landed']}, applied {totals['applied']}, "
+                                            f"quarantined {totals['quarantined']}")

@@ -1,0 +1,1 @@
+"""Streaming exactly-once ingests of landed JSON Lines files."""

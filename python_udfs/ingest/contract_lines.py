@@ -1,0 +1,117 @@
+"""The contract stream's lines: JSON parsing and validation (the reasons of the module doc of
+:mod:`python_udfs.ingest.contract_ingest`)."""
+
+from __future__ import annotations
+
+from python_udfs.ingest.landed_lines import trim_space
+from python_udfs.ingest.tables import checked_lines
+from python_udfs.ingest.wall_clock import (
+    WALL_CLOCK,
+    WALL_CLOCK_MS,
+    ntz_micros,
+    parse_wall_clock,
+)
+
+__all__ = ["ROWKINDS", "parse_contract_lines"]
+
+ROWKINDS = ("+I", "-U", "+U", "-D")
+
+
+def parse_contract_lines(lines):
+    """``lines`` (``landed_lines.numbered_lines``: file, line, n_events, text, batch_us; line 0
+    = the file's marker) as one row per file (``kind`` 'file', ``n_events`` = its non-blank
+    lines) and one per non-blank line (``kind`` 'E' for a valid event, 'quarantined' with a
+    ``reason`` otherwise)."""
+    from pyspark.sql import functions as F
+
+    # VARIANT keeps JSON's own types: integer literals, exact decimals, strings, objects
+    # (from_json with STRING fields would read 1.5, "1" and 1e3 alike, and numbers through a
+    # double).
+    lines = lines.withColumn("v", F.expr("try_parse_json(text)"))
+    # Each field's value as a sub-variant, then its JSON text (to_json), then the values: a
+    # field's JSON type is its text's first character and a string's content is the text
+    # between the quotes unless it holds an escape. schema_of_variant and casts of variants
+    # to string cost ~2.5 us a field and line, to_json ~0.5 us (docs/benchmarks.md, eleventh
+    # session); the exact cast (try_variant_get as string) is kept for escapes and for the
+    # quarantine messages, inside CASE branches that only bad lines reach. Separate
+    # projections with non-trivial columns are not collapsed, so each value is computed once
+    # per line (an expression repeated in later CASE branches would be evaluated again).
+    fields = ("op", "contract_id", "project_id", "sign_time", "amount", "op_ts")
+    keep = ("file", "line", "n_events", "text", "batch_us", "v")
+    subs = lines.select(*keep, *[F.expr(f"variant_get(v, '$.{n}')").alias(f"x_{n}") for n in fields])
+    typed = subs.select(*keep, *[f"x_{n}" for n in fields],
+                        *[F.expr(f"to_json(x_{n})").alias(f"j_{n}") for n in fields])
+
+    def jtext(name):  # the value's JSON text: NULL if absent, 'null' if JSON null
+        return F.col(f"j_{name}")
+
+    def jstr(name):  # a string's content, or the JSON text of another value (exact, slower)
+        return F.expr(f"try_variant_get(x_{name}, '$', 'string')")
+
+    def present(name):
+        return jtext(name).isNotNull() & (jtext(name) != "null")
+
+    def is_string(name):
+        return jtext(name).startswith('"')
+
+    def content(name):  # a JSON string's content
+        text = jtext(name)
+        return F.when(~text.contains("\\"), F.expr(f"substring(j_{name}, 2, length(j_{name}) - 2)")) \
+            .otherwise(jstr(name))
+
+    def as_int(name):  # a JSON integer literal that fits a bigint
+        return F.when(jtext(name).rlike("^-?[0-9]+$"), F.expr(f"try_variant_get(x_{name}, '$', 'bigint')"))
+
+    def shown(name):
+        return F.concat(F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'"))
+
+    trimmed = trim_space(F.col("text"))
+    strings = typed.select(
+        "*",
+        trimmed.startswith("{").alias("is_object"),
+        trimmed.endswith("}").alias("closed"),
+        *[F.when(is_string(n), content(n)).alias(f"c_{n}") for n in ("op", "sign_time", "op_ts")],
+        # A JSON number's text or a string's content.
+        F.when(is_string("amount"), content("amount")).otherwise(jtext("amount")).alias("c_amount"),
+    )
+    values = strings.select(
+        "*",
+        F.col("c_op").alias("op"),
+        as_int("contract_id").alias("contract_id"),
+        as_int("project_id").alias("project_id"),
+        parse_wall_clock(F.col("c_sign_time"), WALL_CLOCK).alias("sign_time"),
+        parse_wall_clock(F.col("c_op_ts"), WALL_CLOCK_MS).alias("op_ts"),
+        # A JSON number or a string holding one; rounded half-up to 2 places
+        # (Spark's cast); NULL if it does not fit decimal(18,2).
+        trim_space(F.col("c_amount")).try_cast("decimal(18,2)").alias("amount"),
+    )
+    op = F.col("op")
+    contract_id, project_id = F.col("contract_id"), F.col("project_id")
+    sign_time, op_ts, amount = F.col("sign_time"), F.col("op_ts"), F.col("amount")
+    needs_image = op.isin("+I", "+U", "-U")
+
+    reason = (
+        F.when(F.col("v").isNull(), F.lit("invalid json"))
+        .when(~F.col("is_object"), F.lit("not a json object"))
+        .when(~F.col("closed"), F.lit("invalid json"))  # trailing text after the object
+        .when(~present("op"), F.lit("missing op"))
+        .when(op.isNull() | ~op.isin(*ROWKINDS),
+              F.concat(F.lit("unknown op '"), F.substring(jstr("op"), 1, 200), F.lit("'")))
+        .when(~present("contract_id"), F.lit("null contract_id"))
+        .when(contract_id.isNull(), shown("contract_id"))
+        .when(~present("op_ts"), F.lit("null op_ts"))
+        .when(op_ts.isNull(), shown("op_ts"))
+        .when(needs_image & ~present("project_id"), F.lit("null project_id"))
+        .when(needs_image & project_id.isNull(), shown("project_id"))
+        .when(needs_image & ~present("sign_time"), F.lit("null sign_time"))
+        .when(needs_image & sign_time.isNull(), shown("sign_time"))
+        .when(present("amount") & amount.isNull(), shown("amount"))
+    )
+    return checked_lines(values, reason, [
+        ("contract_id", contract_id),
+        ("op", op),
+        ("project_id", project_id),
+        ("sign_us", ntz_micros(sign_time)),
+        ("amount", amount.cast("string")),
+        ("op_ts_us", ntz_micros(op_ts)),
+    ])

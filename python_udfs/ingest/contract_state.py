@@ -1,0 +1,120 @@
+"""The contract ingest's per-contract state: the state table (one partition of changed
+contracts per commit, compacted) and the set-based state step that applies a batch's events
+(the module doc of :mod:`python_udfs.ingest.contract_ingest`)."""
+
+from __future__ import annotations
+
+from typing import List
+
+from python_udfs.ingest.tables import publish_partition, quote_name
+from python_udfs.jvm import partition_values, split_table_name
+
+__all__ = ["COMPACT_AT_PARTITIONS", "STATE_DDL", "apply_events", "compact_state", "latest_state"]
+
+# State rows: one per contract and commit that changed it (the order key of its last
+# effective event, live flag, live image); partition ``_commit_id`` = the commit that wrote them.
+STATE_DDL = (
+    "contract_id BIGINT, op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, "
+    "project_id BIGINT, sign_us BIGINT, amount DECIMAL(18,2), _commit_id BIGINT"
+)
+_STATE_COLS = ("op_ts_us", "file", "line", "live", "project_id", "sign_us", "amount")
+# Fold the state's delta partitions into one when this many lie below the batch.
+COMPACT_AT_PARTITIONS = 16
+
+
+def _state_partitions(spark, table: str) -> List[int]:
+    return sorted(int(v) for v in partition_values(spark, *split_table_name(spark, table), "_commit_id"))
+
+
+def latest_state(spark, table: str, below: int, contracts=None):
+    """Each contract's state as of before commit ``below``: its row of the greatest
+    ``_commit_id < below`` (rows of ``below`` and later — a killed attempt of this very
+    batch — are ignored). With ``contracts`` (a DataFrame of contract_id), only those."""
+    from pyspark.sql import functions as F
+
+    rows = spark.table(quote_name(table)).where(F.col("_commit_id") < F.lit(below))
+    if contracts is not None:
+        rows = rows.join(contracts, "contract_id", "left_semi")
+    latest = rows.groupBy("contract_id").agg(
+        F.max_by(F.struct(*_STATE_COLS), F.col("_commit_id")).alias("s"))
+    return latest.select("contract_id", *[F.col(f"s.{c}").alias(c) for c in _STATE_COLS])
+
+
+def compact_state(spark, table: str, location: str, below: int) -> None:
+    """Fold the committed state partitions ``< below`` into the newest of them when
+    there are COMPACT_AT_PARTITIONS or more: write the merged latest rows into a fresh
+    directory, re-point that partition at it (one metastore call), then drop the older
+    partitions. Every step leaves a valid state: the merged partition holds each
+    contract's latest row, so the older partitions are redundant for any later read.
+    Only commits below the running batch are touched (they are committed and never replayed)."""
+    older = [c for c in _state_partitions(spark, table) if c < below]
+    if len(older) < COMPACT_AT_PARTITIONS:
+        return
+    head = older[-1]
+    # One sorted file, whatever the size (its row count is not known without another pass).
+    merged = latest_state(spark, table, head + 1).repartition(1).sortWithinPartitions("contract_id")
+    publish_partition(spark, table, location, head, merged)
+    specs = ", ".join(f"PARTITION (_commit_id={c})" for c in older[:-1])
+    spark.sql(f"ALTER TABLE {quote_name(table)} DROP IF EXISTS {specs}")
+
+
+def apply_events(events, state):
+    """The state step, set-based: one row per valid event with its ``outcome``, the
+    changelog rows it emits (``changes``: array of rowkind, n, image) and, on the
+    contract's last effective event of the batch, the contract's new state (``is_last``).
+
+    ``state``: the contracts' stored state (``latest_state``). Per contract, with the
+    order key (op_ts_us, file, line): a ``-U`` is a before image; an event at or before
+    the stored key is stale; every other event is effective, and since the batch's
+    effective events of a contract are applied in key order and each one sets the live
+    flag and image (upsert: live, its image; delete: not live), the state an effective
+    event sees is the one left by the previous effective event (``lag``) or, for the
+    first, the stored one."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    s = state.select("contract_id", *[F.col(c).alias("s_" + c) for c in _STATE_COLS])
+    j = events.join(s, "contract_id", "left")
+    t, f, n = F.col("op_ts_us"), F.col("file"), F.col("line")
+    st, sf, sl = F.col("s_op_ts_us"), F.col("s_file"), F.col("s_line")
+    at_or_before = (t < st) | ((t == st) & ((f < sf) | ((f == sf) & (n <= sl))))
+    op = F.col("op")
+    stale = st.isNotNull() & at_or_before
+    j = j.withColumn("outcome", F.when(op == "-U", F.lit("before_image"))
+                     .when(stale, F.lit("stale")))
+
+    w = Window.partitionBy("contract_id").orderBy("op_ts_us", "file", "line")
+    first = F.lag("op").over(w).isNull()  # op is never NULL on a valid event
+    image_cols = ("project_id", "sign_us", "amount")
+    eff = j.where(F.col("outcome").isNull()).select(
+        "*",
+        F.when(first, F.coalesce(F.col("s_live"), F.lit(False)))
+        .otherwise(F.lag("op").over(w).isin("+I", "+U")).alias("p_live"),
+        *[F.when(first, F.col("s_" + c)).otherwise(F.lag(c).over(w)).alias("p_" + c)
+          for c in image_cols],
+        F.lead("op").over(w).isNull().alias("is_last"),
+    )
+    upsert = op.isin("+I", "+U")
+    p_live = F.col("p_live")
+    same = (p_live & (F.col("project_id") == F.col("p_project_id"))
+            & (F.col("sign_us") == F.col("p_sign_us")) & F.col("amount").eqNullSafe(F.col("p_amount")))
+
+    def row(kind, n, prefix):
+        return F.struct(F.lit(kind).alias("rowkind"), F.lit(n).cast("bigint").alias("n"),
+                        *[F.col(prefix + c).alias(c) for c in image_cols])
+
+    no_rows = F.array().cast(
+        "array<struct<rowkind:string,n:bigint,project_id:bigint,sign_us:bigint,amount:decimal(18,2)>>")
+    eff = eff.select(
+        "contract_id", "op", "op_ts_us", "file", "line", *image_cols, "is_last",
+        F.when(upsert & same, F.lit("noop")).when(upsert | p_live, F.lit("applied"))
+        .otherwise(F.lit("noop")).alias("outcome"),
+        F.when(upsert & p_live & ~same, F.array(row("-U", 0, "p_"), row("+U", 1, "")))
+        .when(upsert & ~p_live, F.array(row("+I", 0, "")))
+        .when(~upsert & p_live, F.array(row("-D", 0, "p_")))
+        .otherwise(no_rows).alias("changes"),
+    )
+    rest = j.where(F.col("outcome").isNotNull()).select(
+        "contract_id", "op", "op_ts_us", "file", "line", *image_cols,
+        F.lit(False).alias("is_last"), "outcome", no_rows.alias("changes"))
+    return eff.unionByName(rest)

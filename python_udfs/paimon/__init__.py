@@ -1,0 +1,1 @@
+"""Apache Paimon primary-key table semantics: option validation and the merge kernel (pure Python)."""
