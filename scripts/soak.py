@@ -2,12 +2,12 @@
 """Crash soak (issue F.4): kill -9 scheduled builds at random moments, rerun, check exactness.
 
 One home, one generated CDC stream (late, duplicate, stale, updated, moved and deleted
-events: tests/python/cdc.py). Each cycle lands a batch, then runs `dbt build` in its own
+events: tests/support/cdc.py). Each cycle lands a batch, then runs `dbt build` in its own
 process group and SIGKILLs the group (dbt and its JVM) at a uniformly random moment of the
 build, `--kills-per-cycle` times in a row (so a kill also lands in the recovery of the killed
 build before it), then runs `dbt build` to the end. After every completed build a separate
 process opens the home and checks, against the oracle computed from the landed files:
-ranks, the zipper, the changelog replay and the ingest's counts (tests/python/checks.py);
+ranks, the zipper, the changelog replay and the ingest's counts (tests/support/checks.py);
 that no pk_table stage directory (`<table>/_v/*`) is left that no partition points to; and
 that no `__stage` table is left. Each kill is reported with the model that was running.
 
@@ -35,7 +35,7 @@ import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TESTS = ROOT / "tests" / "python"
+TESTS = ROOT / "tests" / "support"
 DBT = shutil.which("dbt")
 START = re.compile(r"START \S+ (?:\S+ )?model lakerank\.(\w+)")
 
@@ -82,7 +82,7 @@ def verify(home: pathlib.Path, rank_function: str) -> list[str]:
 
     import cdc
     from checks import assert_all_exact
-    from conftest import Lakerank
+    from lakerank_project import Lakerank
     from python_udfs.jvm import jvm_class
 
     os.environ["DBT_TARGET_PATH"] = "target/soak-verify"

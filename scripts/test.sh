@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# lakerank's test command (README, CI): sqlfluff lint, then pytest driving real dbt builds.
+# lakerank's test command (README, CI): ruff and sqlfluff lint, then pytest (tests/unit, tests/functional).
 # pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/lint.sh || exit 1
 # Two workers, one test group each at a time (a group is a file, whose tests share fixtures
-# and homes, or one long independent test: tests/python/conftest.py): each worker has its own
+# and homes, or one long independent test: tests/conftest.py): each worker has its own
 # JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores.
 python3 -m pytest -n "${LAKERANK_TEST_WORKERS:-2}" --dist loadgroup "$@"
 rc=$?

@@ -5,7 +5,7 @@ into typed rows, one partition per commit, exactly once; bad lines go to
 stg_design_changes__quarantine, per-commit counts to stg_design_changes__ingest_log.
 Each change carries the project's whole design state (designer, design_status) as of
 its change_time. The stream (landing folder and fields) is declared in
-_examples.yml; the work is in python_udfs.ingest.landing_ingest.
+_examples_streams.yml; the work is in python_udfs.ingest.landing_ingest.
 """
 
 from python_udfs.ingest.landing_ingest import run_declared_stream

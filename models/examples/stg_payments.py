@@ -5,7 +5,7 @@ into typed rows, one partition per commit, exactly once; bad lines go to
 stg_payments__quarantine, per-commit counts to stg_payments__ingest_log.
 A payment is re-sent (duplicate) or corrected (same payment_id, newer op_ts);
 int_payments keeps each payment's latest version.
-The stream (landing folder and fields) is declared in _examples.yml; the work is in
+The stream (landing folder and fields) is declared in _examples_streams.yml; the work is in
 python_udfs.ingest.landing_ingest.
 """
 

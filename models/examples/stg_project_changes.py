@@ -5,7 +5,7 @@ $LAKERANK_HOME/landing/projects/ into typed rows, one partition per commit, exac
 once; bad lines go to stg_project_changes__quarantine, per-commit counts to
 stg_project_changes__ingest_log. `op` is c (create), u (update) or d (delete); a
 project's state is its last event by (op_ts, file, line).
-The stream (landing folder and fields) is declared in _examples.yml; the work is in
+The stream (landing folder and fields) is declared in _examples_streams.yml; the work is in
 python_udfs.ingest.landing_ingest.
 """
 

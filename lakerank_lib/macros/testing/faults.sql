@@ -1,6 +1,6 @@
-{#- Fault injection for lakerank's own crash and write-failure tests (tests/python). A test-only
+{#- Fault injection for lakerank's own crash and write-failure tests (tests/functional). A test-only
     hook: the var `lakerank_fault` is refused unless the environment sets LAKERANK_TEST_HOOKS=1
-    (tests/python/conftest.py does), so a stray var can never stop or break a real build. -#}
+    (tests/conftest.py does), so a stray var can never stop or break a real build. -#}
 
 
 {#- Write-failure injection for tests: `lakerank_fault: "write:<part>"` (or per model, as

@@ -623,7 +623,7 @@ def test_doc_lists_every_vector_with_its_classification():
     stale = {c.vector_id: (table.get(c.vector_id), c.status) for c in CLASSES if table.get(c.vector_id) != c.status}
     assert not stale, (
         f"docs/paimon_vectors.md is stale (doc, now): {stale}; regenerate with "
-        "`python3 tests/python/paimon_vectors.py --write-doc`"
+        "`python3 tests/support/paimon_vectors.py --write-doc`"
     )
     assert len(CLASSES) > 0
     for status in (pv.PASS_FULL, pv.PARTIAL, pv.UNMAPPABLE, pv.KERNEL):

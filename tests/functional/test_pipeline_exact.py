@@ -12,10 +12,10 @@ import pathlib
 import sys
 
 import pytest
+from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_batch, shifted
 
 import cdc
 from checks import assert_all_exact
-from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_batch, shifted
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 import bench  # noqa: E402  (scripts/bench.py: the benchmark's stream generator)

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, SCHEMA, Lakerank
+from lakerank_project import ROOT, SCHEMA, Lakerank
 
 ANALYST = ROOT / "tests" / "fixtures" / "analyst"
 OPEN_END = "9999-12-31 23:59:59"

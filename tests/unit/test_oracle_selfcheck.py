@@ -1,4 +1,4 @@
-"""Self-checks of the CDC generator and oracle in tests/python/cdc.py (pure Python + DuckDB)."""
+"""Self-checks of the CDC generator and oracle in tests/support/cdc.py (pure Python + DuckDB)."""
 from __future__ import annotations
 
 import datetime as dt

@@ -1,6 +1,6 @@
 """CDC test support for lakerank: event generator and an independent oracle.
 
-Pure Python + pandas + DuckDB; no Spark.  Import as ``cdc`` with ``tests/python`` on sys.path.
+Pure Python + pandas + DuckDB; no Spark.  Import as ``cdc`` with ``tests/support`` on sys.path.
 
 Event model (one JSON object per line of a ``.jsonl`` landing file)
 ------------------------------------------------------------------

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from conftest import ROOT
 from dbt.adapters.lakerank.connections import env_spark_conf
+from lakerank_project import ROOT
 
 
 def test_env_spark_conf_parses_pairs(monkeypatch):
@@ -70,7 +70,7 @@ def test_metastore_reads_before_any_statement_use_this_homes_session(runner, tmp
     (here `lakerank_get_property` while compiling, with dbt's relation cache not filled)
     reads this invocation's home, even when the process's session was last on another
     home. It read whatever session the process had (or a bare one with no metastore)."""
-    from conftest import Lakerank
+    from lakerank_project import Lakerank
 
     one, other = Lakerank(runner, tmp_path / "one"), Lakerank(runner, tmp_path / "other")
     one.dbt("show", "--inline", "select 1")  # starts `one`'s session

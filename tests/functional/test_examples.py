@@ -243,7 +243,7 @@ def valid_events(landed: list[tuple[str, list[tuple[str, Optional[str]]]]]) -> l
 
 
 def contract_changelog(landed_contracts: list[tuple[str, list[str]]]) -> list[tuple]:
-    """The retract changelog of the contract CDC rules (see tests/python/cdc.py), one micro-batch
+    """The retract changelog of the contract CDC rules (see tests/support/cdc.py), one micro-batch
     per landed file: (rowkind, project_id, sign_time, amount, op_ts)."""
     state: dict[int, tuple] = {}
     rows = []
@@ -603,7 +603,7 @@ def test_declared_stream_fields_read_as_the_tuples():
 
     from python_udfs.ingest.landing_ingest import normalise_fields, run_declared_stream
 
-    examples_yml = os.path.join(os.path.dirname(__file__), "..", "..", "models", "examples", "_examples.yml")
+    examples_yml = os.path.join(os.path.dirname(__file__), "..", "..", "models", "examples", "_examples_streams.yml")
     with open(examples_yml, encoding="utf-8") as fh:
         declared = yaml.safe_load(fh)
     streams = {m["name"]: m["config"]["stream"] for m in declared["models"] if "stream" in m.get("config", {})}

@@ -1,4 +1,4 @@
-"""Assertions comparing lakerank's tables with the independent oracle (tests/python/cdc.py)."""
+"""Assertions comparing lakerank's tables with the independent oracle (tests/support/cdc.py)."""
 
 from __future__ import annotations
 

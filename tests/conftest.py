@@ -8,7 +8,6 @@ import os
 import pathlib
 import sys
 
-import pandas as pd
 import pytest
 
 # The test JVMs keep the adapter's C1-only JIT (no LAKERANK_JVM_FLAGS override). C2 looked
@@ -24,74 +23,12 @@ os.environ.setdefault("LAKERANK_SHUFFLE_PARTITIONS", "2")
 os.environ["LAKERANK_TEST_HOOKS"] = "1"
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-for p in (str(HERE), str(ROOT)):
+ROOT = HERE.parent
+for p in (str(HERE / "support"), str(ROOT)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-import cdc  # noqa: E402
-
-SCHEMA = "lakerank"
-# `dbt build/run/test` of the pipeline tests leave out the library examples (tag `example`).
-PIPELINE_COMMANDS = ("build", "run", "test")
-PIPELINE_ONLY = ["--exclude", "tag:example"]
-
-
-class Lakerank:
-    """A lakerank project run against one LAKERANK_HOME."""
-
-    def __init__(self, runner, home: pathlib.Path):
-        self.runner = runner
-        self.home = home
-        self.landed = 0
-
-    @property
-    def landing(self) -> pathlib.Path:
-        return self.home / "landing" / "contracts"
-
-    def land(self, lines, stream: str = "contracts") -> str:
-        path = cdc.write_batch(self.home / "landing" / stream, self.landed, lines)
-        self.landed += 1
-        return path
-
-    def dbt(self, *args, vars: dict | None = None, expect_success: bool = True):
-        os.environ["LAKERANK_HOME"] = str(self.home)
-        cli = [*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")]
-        if args and args[0] in PIPELINE_COMMANDS and not {"--select", "-s"} & set(args):
-            cli += PIPELINE_ONLY  # the examples have their own test (test_examples.py)
-        if vars:
-            import json
-
-            cli += ["--vars", json.dumps(vars)]
-        result = self.runner.invoke(cli)
-        if expect_success and not result.success:
-            failed = [
-                f"{r.node.name}: {r.message}" for r in (result.result or []) if r.status in ("error", "fail")
-            ]
-            raise AssertionError(f"dbt {' '.join(args)} failed: {failed or result.exception}")
-        return result
-
-    def spark(self):
-        from dbt.adapters.lakerank.connections import current_thread_session
-
-        return current_thread_session()
-
-    def table(self, name: str, where: str = "") -> pd.DataFrame:
-        """A table as pandas, timestamps rendered as business-time strings."""
-        spark = self.spark()
-        df = spark.table(f"{SCHEMA}.{name}")
-        cols = []
-        for field in df.schema.fields:
-            if field.dataType.typeName() == "timestamp_ntz":  # zone-free (date_format is not)
-                cols.append(f"cast({field.name} as string) as {field.name}")
-            elif field.dataType.typeName() == "timestamp":
-                cols.append(f"date_format({field.name}, 'yyyy-MM-dd HH:mm:ss') as {field.name}")
-            elif field.dataType.typeName() == "decimal":
-                cols.append(f"cast({field.name} as string) as {field.name}")
-            else:
-                cols.append(field.name)
-        q = f"select {', '.join(cols)} from {SCHEMA}.{name} {('where ' + where) if where else ''}"
-        return spark.sql(q).toPandas()
+from lakerank_project import Lakerank  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -131,7 +68,7 @@ def pytest_sessionfinish(session, exitstatus):
 # worker is left with a long file at the end.
 SPLIT_FILES = {"test_pipeline_exact.py"}
 LONGEST_FIRST = ["test_paimon_vectors.py", "test_reliability.py", "test_pipeline_exact.py",
-                 "test_temporal_macros.py", "test_contract_ingest_unit.py", "test_pk_table_crash.py",
+                 "test_temporal_macros.py", "test_contract_ingest.py", "test_pk_table_crash.py",
                  "test_examples.py", "test_pk_table_properties.py", "test_rank_regressions.py"]
 
 

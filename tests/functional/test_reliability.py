@@ -17,7 +17,7 @@ import pytest
 
 import cdc
 from checks import assert_all_exact
-from conftest import PIPELINE_ONLY, ROOT, Lakerank
+from lakerank_project import PIPELINE_ONLY, ROOT, Lakerank
 
 DBT = shutil.which("dbt")
 

@@ -1,0 +1,75 @@
+"""A lakerank project run against one LAKERANK_HOME: real dbt invocations through the
+session's dbtRunner (tests/conftest.py) and reads of its tables as pandas."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pandas as pd
+
+import cdc
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+SCHEMA = "lakerank"
+# `dbt build/run/test` of the pipeline tests leave out the library examples (tag `example`).
+PIPELINE_COMMANDS = ("build", "run", "test")
+PIPELINE_ONLY = ["--exclude", "tag:example"]
+
+
+class Lakerank:
+    """A lakerank project run against one LAKERANK_HOME."""
+
+    def __init__(self, runner, home: pathlib.Path):
+        self.runner = runner
+        self.home = home
+        self.landed = 0
+
+    @property
+    def landing(self) -> pathlib.Path:
+        return self.home / "landing" / "contracts"
+
+    def land(self, lines, stream: str = "contracts") -> str:
+        path = cdc.write_batch(self.home / "landing" / stream, self.landed, lines)
+        self.landed += 1
+        return path
+
+    def dbt(self, *args, vars: dict | None = None, expect_success: bool = True):
+        os.environ["LAKERANK_HOME"] = str(self.home)
+        cli = [*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")]
+        if args and args[0] in PIPELINE_COMMANDS and not {"--select", "-s"} & set(args):
+            cli += PIPELINE_ONLY  # the examples have their own test (test_examples.py)
+        if vars:
+            import json
+
+            cli += ["--vars", json.dumps(vars)]
+        result = self.runner.invoke(cli)
+        if expect_success and not result.success:
+            failed = [
+                f"{r.node.name}: {r.message}" for r in (result.result or []) if r.status in ("error", "fail")
+            ]
+            raise AssertionError(f"dbt {' '.join(args)} failed: {failed or result.exception}")
+        return result
+
+    def spark(self):
+        from dbt.adapters.lakerank.connections import current_thread_session
+
+        return current_thread_session()
+
+    def table(self, name: str, where: str = "") -> pd.DataFrame:
+        """A table as pandas, timestamps rendered as business-time strings."""
+        spark = self.spark()
+        df = spark.table(f"{SCHEMA}.{name}")
+        cols = []
+        for field in df.schema.fields:
+            if field.dataType.typeName() == "timestamp_ntz":  # zone-free (date_format is not)
+                cols.append(f"cast({field.name} as string) as {field.name}")
+            elif field.dataType.typeName() == "timestamp":
+                cols.append(f"date_format({field.name}, 'yyyy-MM-dd HH:mm:ss') as {field.name}")
+            elif field.dataType.typeName() == "decimal":
+                cols.append(f"cast({field.name} as string) as {field.name}")
+            else:
+                cols.append(field.name)
+        q = f"select {', '.join(cols)} from {SCHEMA}.{name} {('where ' + where) if where else ''}"
+        return spark.sql(q).toPandas()
