@@ -2,7 +2,7 @@
   lakerank_lib.audit_log(relation): a table's change log, like Paimon's `$audit_log`:
   `rowkind` (+I, -U, +U, -D) first, then the table's columns, then `_commit_id` and
   `_commit_time`. Written by `pk_table` (per its changelog-producer) and by
-  `swap_partitions` with `changelog: true`. Only committed commits are visible.
+  `merge_on_read` (every changed row). Only committed commits are visible.
 -#}
 {% macro audit_log(relation) -%}
   {%- set audit = lakerank_lib.side_table(relation, 'audit_log') -%}

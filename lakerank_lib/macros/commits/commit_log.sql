@@ -73,7 +73,7 @@
 {%- endmacro %}
 
 
-{#- The window of a model that must have one (merge_on_read, swap_partitions). -#}
+{#- The window of a model that must have one (merge_on_read). -#}
 {% macro required_commit_window(materialization) -%}
   {%- set window = lakerank_lib.commit_window() -%}
   {%- if window is none -%}

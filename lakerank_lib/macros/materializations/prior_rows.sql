@@ -32,13 +32,6 @@
 {%- endmacro %}
 
 
-{#- Declare the partitions this run of the model rewrites (including ones that become
-    empty). The swap_partitions materialization replaces exactly these. -#}
-{% macro declare_partitions(values) -%}
-  {%- do adapter.lakerank_memo_set('partitions:' ~ invocation_id ~ ':' ~ this, values) -%}
-{%- endmacro %}
-
-
 {#- Run `query` (one column) at compile time and return its values as strings. -#}
 {% macro query_values(query) -%}
   {%- if not execute -%}{{ return([]) }}{%- endif -%}

@@ -1,6 +1,6 @@
 {#-
-  Incremental data tests. When a `swap_partitions` model ran in this invocation, its data
-  tests check only the partitions it rewrote (the rest was checked when it was written),
+  Incremental data tests. When a `merge_on_read`, `pk_table` or `stream_ingest` model ran in
+  this invocation, its data tests check only the rows it rewrote (the rest was checked when it was written),
   so a scheduled `dbt build` costs what it changed, not the whole history. A full refresh,
   `dbt test` on its own, or `--vars '{lakerank_full_tests: true}'` tests whole tables.
   A test whose claim needs whole groups (not partitions) opts out with

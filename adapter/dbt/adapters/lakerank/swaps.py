@@ -21,54 +21,6 @@ class SwapMixin(metaclass=AdapterMeta):
     # table's partitions in between), and the sweep after the commit uses the locations the
     # swap left (apply_swap). lakerank_tables_info, the first call of every commit, forgets
     # both (_forget_listing), so a listing never outlives its commit.
-    @available
-    def lakerank_swap_partitions(self, target, stage, partition_by: str, declared) -> Dict[str, int]:
-        """Point ``target``'s declared partitions at ``stage``'s directories.
-
-        Three metastore calls, each one transaction: alter (replace) the partitions that
-        exist in both, create the new ones, drop declared ones the stage left empty.
-        Superseded directories under ``/_v/`` are deleted; returns how many partitions were
-        replaced, created and dropped.
-        """
-        spark = self._session()
-        catalog = spark._jsparkSession.sharedState().externalCatalog()
-        none = jvm_class(spark, "scala.Option").empty()
-
-        def listing(rel):
-            parts = {}
-            it = catalog.listPartitions(rel.schema, rel.identifier, none).iterator()
-            while it.hasNext():
-                p = it.next()
-                parts[str(p.spec().apply(partition_by))] = p
-            return parts
-
-        new_parts, old_parts = listing(stage), listing(target)
-        declared = [str(v) for v in declared]
-        undeclared = sorted(set(new_parts) - set(declared))
-        if undeclared:
-            raise DbtRuntimeError(f"{target} wrote undeclared partitions: {undeclared[:5]}")
-
-        replace = [new_parts[v] for v in declared if v in new_parts and v in old_parts]
-        create = [new_parts[v] for v in declared if v in new_parts and v not in old_parts]
-        drop = [old_parts[v].spec() for v in declared if v not in new_parts and v in old_parts]
-        superseded = [
-            str(jvm_class(spark, "org.apache.hadoop.fs.Path")(old_parts[v].location()).toString())
-            for v in declared if v in old_parts
-        ]
-        if replace:
-            catalog.alterPartitions(target.schema, target.identifier, scala_seq(spark, replace))
-        if create:
-            catalog.createPartitions(target.schema, target.identifier, scala_seq(spark, create), False)
-        if drop:
-            catalog.dropPartitions(target.schema, target.identifier, scala_seq(spark, drop), True, False, True)
-        spark.catalog.refreshTable(f"{target.schema}.{target.identifier}")
-        # Every declared partition now points at a new attempt directory (or is gone), so
-        # its old directory is referenced by nothing.
-        for loc in superseded:
-            if "/_v/" in loc:
-                self.lakerank_delete_path(loc)
-        return {"replaced": len(replace), "created": len(create), "dropped": len(drop)}
-
     def _intent_path(self, target) -> str:
         return self.lakerank_table_location(target) + "/_lakerank/intent.json"
 
