@@ -1,0 +1,234 @@
+"""`lakerank serve`: a long-lived Spark Connect server over one LAKERANK_HOME (issue E.1).
+
+The server is the pyspark wheel's own SparkConnectServer, started with `spark-submit` and the
+same warehouse, Derby metastore and Spark settings as the embedded `local` target (the
+profile's `server_side_parameters` plus the home's settings). It listens on 127.0.0.1 by
+default, records where in `$LAKERANK_HOME/serve.json`, logs to `$LAKERANK_HOME/logs/serve.log`,
+and holds the home's build lock for its whole life, so an embedded `dbt build` on the same home
+refuses at once with a clear message instead of failing inside Derby.
+
+    lakerank serve [--home H] [--port P] [--host 127.0.0.1] [--target local] [--background]
+    lakerank serve --stop [--home H]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional
+
+from dbt.adapters.lakerank.connections import JVM_FLAGS, home_spark_conf, resolve_home
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_PORT = 15002
+READY_TIMEOUT_S = 180
+
+
+class ServeError(RuntimeError):
+    """A clear, user-facing refusal (printed without a traceback)."""
+
+
+def state_path(home: str) -> str:
+    return os.path.join(home, "serve.json")
+
+
+def read_state(home: str) -> Optional[Dict]:
+    """The running server of ``home`` (None when there is none; a stale file is ignored)."""
+    try:
+        with open(state_path(home), encoding="utf-8") as fh:
+            state = json.load(fh)
+    except (FileNotFoundError, ValueError):
+        return None
+    return state if _alive(int(state.get("pid", 0))) else None
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def profile_spark_conf(project_dir: str, target: str) -> Dict[str, str]:
+    """The target's ``server_side_parameters`` from the project's ``profiles/profiles.yml``,
+    rendered with ``env_var`` as dbt would."""
+    import jinja2
+    import yaml
+
+    path = os.path.join(project_dir, "profiles", "profiles.yml")
+    if not os.path.exists(path):
+        return {}
+
+    def env_var(name, default=None):
+        value = os.environ.get(name, default)
+        if value is None:
+            raise ServeError(f"{path}: env_var('{name}') is not set and has no default")
+        return value
+
+    text = jinja2.Environment().from_string(open(path, encoding="utf-8").read()).render(env_var=env_var)
+    outputs = (yaml.safe_load(text).get("lakerank") or {}).get("outputs") or {}
+    if target not in outputs:
+        raise ServeError(f"{path}: profile lakerank has no target {target!r} (targets: {sorted(outputs)})")
+    return {str(k): str(v) for k, v in (outputs[target].get("server_side_parameters") or {}).items()}
+
+
+def server_command(home: str, host: str, port: int, conf: Dict[str, str]) -> List[str]:
+    import pyspark
+
+    spark_home = os.path.dirname(pyspark.__file__)
+    settings = {**conf, **home_spark_conf(home),
+                "spark.connect.grpc.binding.address": host,
+                "spark.connect.grpc.binding.port": str(port),
+                "spark.sql.catalogImplementation": "hive"}
+    cmd = [os.path.join(spark_home, "bin", "spark-submit"), "--class", SERVER_CLASS,
+           "--driver-java-options", f"{JVM_FLAGS} -Dderby.system.home={home}"]
+    for key, value in settings.items():
+        cmd += ["--conf", f"{key}={value}"]
+    return cmd + ["spark-internal"]
+
+
+def _lock_home(home: str) -> int:
+    """Take the home's build lock (the one embedded builds take) for the server's life."""
+    os.makedirs(home, exist_ok=True)
+    fd = os.open(os.path.join(home, "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise ServeError(f"lakerank serve: LAKERANK_HOME={home} is busy ({holder}); "
+                         "stop that build or server first") from None
+    return fd
+
+
+def _wait_ready(proc: subprocess.Popen, host: str, port: int, log: str) -> None:
+    deadline = time.time() + READY_TIMEOUT_S
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise ServeError(f"lakerank serve: the server exited with code {proc.returncode}; see {log}")
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise ServeError(f"lakerank serve: no answer on {host}:{port} after {READY_TIMEOUT_S} s; see {log}")
+
+
+def start(home: str, host: str, port: int, target: str, project_dir: str, background: bool) -> Dict:
+    running = read_state(home)
+    if running is not None:
+        raise ServeError(f"lakerank serve: already serving LAKERANK_HOME={home} at {running['url']} "
+                         f"(pid {running['pid']}); `lakerank serve --stop` first")
+    fd = _lock_home(home)
+    conf = profile_spark_conf(project_dir, target)
+    log = os.path.join(home, "logs", "serve.log")
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"lakerank serve on port {port}, since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    with open(log, "ab") as out:
+        # The server inherits the locked descriptor: the lock lives exactly as long as it does.
+        proc = subprocess.Popen(server_command(home, host, port, conf), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, pass_fds=(fd,), start_new_session=True,
+                                env={**os.environ, "SPARK_LOCAL_IP": host})
+    os.close(fd)
+    _wait_ready(proc, host, port, log)
+    state = {"url": f"sc://{host}:{port}", "host": host, "port": port, "pid": proc.pid, "home": home,
+             "log": log, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    with open(state_path(home), "w", encoding="utf-8") as fh:
+        json.dump(state, fh)
+    print(f"lakerank serve: Spark Connect at {state['url']} for LAKERANK_HOME={home} (pid {proc.pid}, log {log})",
+          flush=True)
+    if not background:
+        _serve_until_signalled(proc, home)
+    return state
+
+
+def _serve_until_signalled(proc: subprocess.Popen, home: str) -> None:
+    def stop(_signum, _frame):
+        _stop_process(proc.pid)
+        _forget(home, proc.pid)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    proc.wait()
+    _forget(home, proc.pid)
+
+
+def _stop_process(pid: int, timeout_s: float = 30) -> None:
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and _alive(pid):
+        time.sleep(0.2)
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    if _alive(pid):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _forget(home: str, pid: int) -> None:
+    try:
+        with open(state_path(home), encoding="utf-8") as fh:
+            if json.load(fh).get("pid") != pid:
+                return
+    except (FileNotFoundError, ValueError):
+        return
+    os.remove(state_path(home))
+
+
+def stop(home: str) -> bool:
+    """Stop the home's server; False when none was running."""
+    state = read_state(home)
+    if state is None:
+        if os.path.exists(state_path(home)):
+            os.remove(state_path(home))
+        return False
+    _stop_process(int(state["pid"]))
+    _forget(home, int(state["pid"]))
+    return True
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="lakerank")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="a Spark Connect server over LAKERANK_HOME")
+    serve.add_argument("--home", default=None, help="default: $LAKERANK_HOME, else <project>/.lakerank")
+    serve.add_argument("--project-dir", default=os.getcwd(), help="the project whose profile to use")
+    serve.add_argument("--target", default=os.environ.get("LAKERANK_TARGET", "local"))
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("LAKERANK_CONNECT_PORT", DEFAULT_PORT)))
+    serve.add_argument("--background", action="store_true", help="return once the server accepts connections")
+    serve.add_argument("--stop", action="store_true", help="stop the home's server")
+    args = parser.parse_args(argv)
+    home = os.path.abspath(args.home) if args.home else resolve_home()
+    try:
+        if args.stop:
+            print(f"lakerank serve: {'stopped' if stop(home) else 'no server running'} for LAKERANK_HOME={home}")
+            return 0
+        start(home, args.host, args.port, args.target, os.path.abspath(args.project_dir), args.background)
+        return 0
+    except ServeError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
