@@ -69,7 +69,8 @@ def pytest_sessionfinish(session, exitstatus):
 SPLIT_FILES = {"test_pipeline_exact.py"}
 LONGEST_FIRST = ["test_paimon_vectors.py", "test_reliability.py", "test_pipeline_exact.py",
                  "test_temporal_macros.py", "test_contract_ingest.py", "test_pk_table_crash.py",
-                 "test_examples.py", "test_pk_table_properties.py", "test_rank_regressions.py"]
+                 "test_cluster_target.py", "test_examples.py", "test_pk_table_properties.py",
+                 "test_rank_regressions.py"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups

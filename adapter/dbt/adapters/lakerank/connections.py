@@ -167,16 +167,32 @@ def start_embedded_session(home: str, params: Dict[str, str]):
         _start_embedded_session(home, params)
 
 
+def stop_embedded_session() -> None:
+    """Stop the process's session and release its home (e.g. before its cluster goes away)."""
+    with _SESSION_LOCK:
+        _stop_active_session()
+
+
+def _stop_active_session() -> None:
+    global _ACTIVE_HOME
+    from pyspark.sql import SparkSession
+
+    active = SparkSession._instantiatedSession
+    if active is not None:
+        active.stop()
+        _reset_hive_client()
+    if _ACTIVE_HOME is not None:
+        release_build_lock(_ACTIVE_HOME)
+    _ACTIVE_HOME = None
+
+
 def _start_embedded_session(home: str, params: Dict[str, str]):
     global _ACTIVE_HOME
     from pyspark.sql import SparkSession
 
     active = SparkSession._instantiatedSession  # the process-wide session (active is per thread)
     if active is not None and _ACTIVE_HOME not in (None, home):
-        active.stop()
-        _reset_hive_client()
-        if _ACTIVE_HOME is not None:
-            release_build_lock(_ACTIVE_HOME)
+        _stop_active_session()
         active = None
     acquire_build_lock(home)
     if active is None:
