@@ -25,6 +25,36 @@ class SwapMixin(metaclass=AdapterMeta):
         return self.lakerank_table_location(target) + "/_lakerank/intent.json"
 
     @available
+    def lakerank_recover(self, target, snapshot_id: int, logs, location: str = "") -> str:
+        """Crash recovery of a pk_table, in one place, before its next commit: bring
+        ``target`` back to its last recorded commit ``snapshot_id`` and sweep what a dead
+        attempt left. A commit whose intent is at or below the record is finished (its
+        superseded directories deleted); one above it is rolled back partition by partition.
+        Then the partitions ``snapshot_id + 1`` of the existing log tables ``logs``
+        (``[[relation, column], ...]``: audit, state and snapshot logs) are dropped, and the
+        version directories under ``_v/`` that no partition points into. Returns what it did
+        (empty when there was nothing to recover)."""
+        done = []
+        intent = self.lakerank_read_intent(target)
+        if intent is not None:
+            if intent["commit_id"] <= snapshot_id:
+                self.lakerank_finish_swap(target, intent)
+                done.append(f"finished recorded commit {intent['commit_id']}")
+            else:
+                self.lakerank_rollback_swap(target, intent)
+                self.lakerank_clear_intent(target)
+                done.append(f"rolled back unfinished commit {intent['commit_id']}")
+        dead = snapshot_id + 1
+        for relation, column in logs:
+            if self.lakerank_partition_exists(relation, column, dead):
+                self._session().sql(f"alter table {relation} drop if exists partition ({column} = {dead})")
+                done.append(f"dropped {relation.identifier} partition {column} = {dead}")
+        deleted = self.lakerank_drop_dead_stages(target, location)
+        if deleted:
+            done.append(f"deleted {deleted} dead version directories")
+        return f"pk_table {target}: " + "; ".join(done) if done else ""
+
+    @available
     def lakerank_read_intent(self, target):
         """The unfinished commit's swap plan of ``target`` (None when there is none)."""
         spark = self._session()

@@ -59,7 +59,6 @@
   {%- if existed -%}
     {% do lakerank_lib.check_fingerprint(target, config.get('state_fingerprint'), props) %}
     {%- set snapshot_id = lakerank_lib.pk_recover(target, tables, info) -%}
-    {% do adapter.lakerank_drop_dead_stages(target, lakerank_lib.pk_location(target, info)) %}
   {%- else -%}
     {%- set snapshot_id = 0 -%}
   {%- endif -%}
