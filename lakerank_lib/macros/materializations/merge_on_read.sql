@@ -34,6 +34,7 @@
   compact_min_bytes (16 MiB).
 -#}
 {% materialization merge_on_read, default %}
+  {%- do adapter.lakerank_require_driver('merge_on_read') -%}
   {%- set view_relation = this.incorporate(type='view') -%}
   {%- set existing = load_cached_relation(this) -%}
   {%- set primary_key = config.require('primary_key') -%}

@@ -48,12 +48,20 @@ class SessionPythonJobHelper(PythonJobHelper):
     def submit(self, compiled_code: str) -> Any:
         from dbt.adapters.lakerank.connections import current_thread_session
 
+        name = self.parsed_model.get("alias") or self.parsed_model.get("name", "model")
+        method = str(getattr(self.credential, "method", "session"))
+        if method != "session":
+            raise DbtRuntimeError(
+                f"Python model {name} cannot run on a target with method '{method}': lakerank runs Python "
+                "models in the dbt process's own Spark driver (targets local and cluster). Build the Python "
+                "models (the ingests) with one of those; the thrift target runs SQL table and view models only "
+                "(docs/design.md, 'Targets')."
+            )
         spark = current_thread_session()
         root = project_dir()
         if root not in sys.path:
             sys.path.insert(0, root)
         ship_python_udfs(spark, root)
-        name = self.parsed_model.get("alias") or self.parsed_model.get("name", "model")
         scope: Dict[str, Any] = {"spark": spark, "__name__": f"lakerank_model_{name}"}
         try:
             exec(compile(compiled_code, f"<dbt python model {name}>", "exec"), scope)

@@ -24,6 +24,20 @@ class StorageMixin(metaclass=AdapterMeta):
         return home_session(self.lakerank_home(), dict(creds.server_side_parameters))
 
     @available
+    def lakerank_require_driver(self, materialization: str) -> str:
+        """Stop with a clear message when ``materialization`` cannot run on this target: the
+        incremental materializations write directories and re-point partitions through the
+        Spark driver in the dbt process, which a thrift target does not have."""
+        method = str(self.config.credentials.method)
+        if method != "session":
+            raise DbtRuntimeError(
+                f"{materialization} needs the Spark driver in the dbt process (targets local and cluster) for "
+                f"its metastore and file operations; this target's method is '{method}'. The thrift target "
+                "runs SQL table and view models and the library's read macros only (docs/design.md, 'Targets')."
+            )
+        return ""
+
+    @available
     def lakerank_partition_locations(self, relation) -> Dict[str, str]:
         """``{"col=value": location}`` for every partition of ``relation`` (one metastore call)."""
         if self._session() is None:
@@ -146,6 +160,8 @@ class StorageMixin(metaclass=AdapterMeta):
             return default
         spark = self._session()
         if spark is None:
+            if not self.lakerank_table_exists(relation):
+                return default
             rows = self.execute(f"show tblproperties {relation}", fetch=True)[1]
             for row in rows:
                 if row[0] == key:

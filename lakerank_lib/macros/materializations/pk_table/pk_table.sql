@@ -37,6 +37,7 @@
   is rolled back to the previous commit by the next run, which then applies its input once.
 -#}
 {% materialization pk_table, default %}
+  {%- do adapter.lakerank_require_driver('pk_table') -%}
   {%- set target = this.incorporate(type='table') -%}
   {%- set primary_key = lakerank_lib.as_list(config.require('primary_key')) -%}
   {%- set partition_by = lakerank_lib.as_list(config.get('partition_by')) -%}
