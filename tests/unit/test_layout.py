@@ -108,3 +108,32 @@ def test_no_source_file_over_the_size_limit():
     long = {f: n for f in files if not f.startswith("tests/")
             and (n := len((ROOT / f).read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+# DESIGN.md's names in this project (macros/library_api.sql) and their arguments; `as_of` is
+# left out here because it checks, while compiling, that the snapshot exists.
+FORWARDED = [
+    ("audit_log", "ref('fct_contract_rank')"),
+    ("changes", "ref('int_project_rank_accumulation'), 1, 3"),
+    ("snapshots", "ref('int_project_rank_accumulation')"),
+    ("bucket_of", "['project_id'], 8"),
+    ("zipper", "'changes', ['project_id'], 'sign_time', ['amount'], collapse_unchanged=true"),
+    ("as_of_join", "'facts', 'sign_time', ref('dim_project_rank_version'), ['project_id'], ['base_max_rn']"),
+]
+
+
+@pytest.mark.parametrize("name,args", FORWARDED, ids=[n for n, _ in FORWARDED])
+def test_design_names_in_this_project_are_the_library_macros(tmp_path, name, args):
+    """`lakerank.<name>(...)` compiles to exactly what `lakerank_lib.<name>(...)` does (no Spark:
+    compiling on a never-built home asks the metastore nothing)."""
+    from dbt.cli.main import dbtRunner
+
+    compiled = {}
+    for package in ("lakerank", "lakerank_lib"):
+        res = dbtRunner().invoke([
+            "compile", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), "--quiet",
+            "--target-path", str(tmp_path / package), "--inline", f"{{{{ {package}.{name}({args}) }}}}"])
+        assert res.success, res.exception
+        compiled[package] = res.result.results[0].node.compiled_code
+    assert compiled["lakerank"] == compiled["lakerank_lib"]
+    assert compiled["lakerank"].strip()
