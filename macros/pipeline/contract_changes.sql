@@ -14,8 +14,8 @@
 
 {#- The pipeline's commit window: every pipeline model's commit source is
     stg_contract_changelog (lakerank_lib.commit_window). -#}
-{% macro contract_window(consumers=none) -%}
-  {{ return(lakerank_lib.commit_window(ref('stg_contract_changelog'), consumers)) }}
+{% macro contract_window() -%}
+  {{ return(lakerank_lib.commit_window(ref('stg_contract_changelog'))) }}
 {%- endmacro %}
 
 
@@ -39,7 +39,7 @@
     segments from `boundary` (`touched_from` or `rewrite_from`) on. -#}
 {% macro rank_rewrite_predicate(boundary) -%}
 (t.project_id, t.segment_start) in (
-        select project_id, segment_start from {{ ref('int_contract_rank_scope') }}
+        select project_id, segment_start from {{ lakerank.rank_scope_relation() }}
         where segment_start >= {{ boundary }})
 {%- endmacro %}
 
@@ -73,6 +73,6 @@ scope as (
         project_id,
         touched_from,
         rewrite_from
-    from {{ ref('int_contract_rank_scope') }}
+    from {{ lakerank.rank_scope_relation() }}
 )
 {%- endmacro %}

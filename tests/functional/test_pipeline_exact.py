@@ -48,11 +48,21 @@ def test_incremental_builds_match_oracle(lakerank, rank_function):
         lines = [*generated, *scenario_batch(i), *wide.get(i, [])]
         path = lakerank.land(lines)
         oracle.consume(os.path.basename(path), lines)
+        settings = {"rank_function": rank_function, "compact_commits": 2 if rank_function == "rank" else 10}
+        if rank_function == "row_number" and i == 1:
+            # The fact table is left behind (as by a failed build): the next build's scope
+            # table covers batch 2 only, so the fact table expands the scope for batches 1-2.
+            lakerank.dbt("run", "--exclude", "fct_contract_rank+", vars=settings)
+            continue
         # A build with its data tests: correct data never fails them (issue F.2).
         # `rank` compacts the merge-on-read tables every 2 commits, the others never here.
-        lakerank.dbt("build", vars={"rank_function": rank_function,
-                                    "compact_commits": 2 if rank_function == "rank" else 10})
+        result = lakerank.dbt("build", vars=settings)
         assert_all_exact(lakerank, oracle, rank_function)
+        if rank_function == "row_number":
+            compiled = {r.node.name: r.node.compiled_code for r in result.result.results
+                        if r.node.name in ("dim_project_rank_version", "fct_contract_rank")}
+            reads_scope_table = {name: "int_contract_rank_scope" in sql for name, sql in compiled.items()}
+            assert reads_scope_table == {"dim_project_rank_version": True, "fct_contract_rank": i != 2}
     # Both merge-on-read paths ran: `rank` folded its changes into a new base (commit 2 of
     # 0..3) and then committed over it; the others kept the first build's base throughout.
     for table in ("int_contract_segment_rank", "dim_project_rank_version", "fct_contract_rank"):

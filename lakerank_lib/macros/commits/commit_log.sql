@@ -46,10 +46,9 @@
     `ref('...')` or `source('...', '...')` so that the DAG shows the dependency. The model's
     SQL calls it first, directly or through `pending_rows(ref(...))`; the window is kept for
     the invocation, and the materialization reads the same one with no argument (none when
-    the model declared no source). `consumers` widens `from` to the oldest watermark among
-    those models (for a shared scope). On --full-refresh, or before the table exists,
+    the model declared no source). On --full-refresh, or before the table exists,
     `from` is -1. -#}
-{% macro commit_window(source=none, consumers=none) -%}
+{% macro commit_window(source=none) -%}
   {%- set key = 'window:' ~ invocation_id ~ ':' ~ this -%}
   {%- set cached = adapter.lakerank_memo_get(key) -%}
   {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
@@ -58,12 +57,6 @@
   {%- set head = lakerank_lib.watermark(source) -%}
   {%- if should_full_refresh() -%}
     {%- set wm = -1 -%}
-  {%- elif consumers -%}
-    {%- set marks = [] -%}
-    {%- for name in consumers -%}
-      {%- do marks.append(lakerank_lib.watermark(api.Relation.create(schema=this.schema, identifier=name, type='table'))) -%}
-    {%- endfor -%}
-    {%- set wm = marks | min -%}
   {%- else -%}
     {%- set wm = lakerank_lib.watermark(this) -%}
   {%- endif -%}
