@@ -2,7 +2,7 @@
 (HiveThriftServer2) on 127.0.0.1, reached through dbt-spark's thrift method (PyHive). What runs
 there: SQL `table` and `view` models and the library's read macros (here a zipper built over
 inline change rows, checked row by row). What cannot: Python models (the ingests run in the
-dbt process's own driver) and the incremental materializations (they write directories and
+driver lakerank controls) and the incremental materializations (they write directories and
 re-point partitions through that driver); both stop at once with a message that says so."""
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def test_thrift_target_runs_sql_models_and_refuses_the_rest_clearly(runner, tmp_
     # The pipeline's Python ingest and its incremental models stop with the reason, not a trace.
     os.environ["LAKERANK_HOME"] = str(tmp_path / "unused_home")
     expected = {"stg_contract_changelog": "cannot run on a target with method 'thrift'",
-                "int_contract_segment_rank": "merge_on_read needs the Spark driver in the dbt process",
-                "int_project_rank_accumulation": "pk_table needs the Spark driver in the dbt process"}
+                "int_contract_segment_rank": "merge_on_read needs a Spark driver lakerank controls",
+                "int_project_rank_accumulation": "pk_table needs a Spark driver lakerank controls"}
     for model, message in expected.items():
         res = runner.invoke(["run", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"),
                              "--select", model])

@@ -73,30 +73,35 @@ def resolve_home(configured: Optional[str] = None) -> str:
     return os.path.abspath(home)
 
 
-def acquire_build_lock(home: str) -> None:
-    """Take the home's exclusive lock or refuse with a clear message.
+def lock_home(home: str, holder: str, busy_message: str) -> int:
+    """Take the home's exclusive lock (``build.lock``) and return its descriptor, with
+    ``holder`` written into it; refuse with ``busy_message`` (``{home}`` and ``{holder}``
+    filled in) when another process holds it.
 
     ``flock`` is released by the kernel when the process dies (kill -9
     included), so a crashed build never leaves a stale lock behind.
     """
-    if home in _LOCKS:
-        return
     os.makedirs(home, exist_ok=True)
-    path = os.path.join(home, "build.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(os.path.join(home, "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+        other = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
         os.close(fd)
-        raise LakerankBusyError(
-            f"lakerank: another build is already running on LAKERANK_HOME={home} "
-            f"({holder}). Refusing to start; nothing was changed. "
-            "Wait for it to finish, or use another LAKERANK_HOME."
-        ) from None
+        raise LakerankBusyError(busy_message.format(home=home, holder=other)) from None
     os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
-    _LOCKS[home] = fd
+    os.pwrite(fd, f"{holder} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    return fd
+
+
+def acquire_build_lock(home: str, holder: Optional[str] = None) -> None:
+    """Take the home's build lock for this process or refuse with a clear message."""
+    if home in _LOCKS:
+        return
+    _LOCKS[home] = lock_home(
+        home, holder or f"pid {os.getpid()}",
+        "lakerank: another build is already running on LAKERANK_HOME={home} ({holder}). "
+        "Refusing to start; nothing was changed. Wait for it to finish, or use another LAKERANK_HOME.")
 
 
 def release_build_lock(home: str) -> None:
@@ -288,13 +293,15 @@ def _reset_hive_client() -> None:
 @dataclass
 class LakerankCredentials(SparkCredentials):
     lakerank_home: Optional[str] = None
+    # "embedded" (a driver in the dbt process) or "connect" (Spark Connect, `lakerank serve`)
+    engine: str = "embedded"
 
     @property
     def type(self) -> str:
         return "lakerank"
 
     def _connection_keys(self):  # type: ignore[override]
-        return tuple(super()._connection_keys()) + ("lakerank_home",)
+        return tuple(super()._connection_keys()) + ("lakerank_home", "engine")
 
 
 class LakerankConnectionManager(SparkConnectionManager):
@@ -305,6 +312,14 @@ class LakerankConnectionManager(SparkConnectionManager):
         creds = connection.credentials
         if creds.method != SparkConnectionMethod.SESSION or connection.state == "open":
             return super().open(connection)
+        if creds.engine == "connect":
+            from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session
+
+            spark, _endpoint = connect_session(resolve_home(creds.lakerank_home), dict(creds.server_side_parameters))
+            apply_connect_conf(spark, dict(creds.server_side_parameters))
+            connection = super().open(connection)
+            connection.handle = SessionConnectionWrapper(_SessionConnection(spark))
+            return connection
         use_home(resolve_home(creds.lakerank_home), dict(creds.server_side_parameters))
         connection = super().open(connection)
         connection.handle = SessionConnectionWrapper(_SessionConnection())
@@ -313,7 +328,12 @@ class LakerankConnectionManager(SparkConnectionManager):
 
 class _SessionCursor(Cursor):
     """dbt-spark's session cursor on the process's session (its own re-applies the profile
-    through ``SparkSession.builder`` on every statement: see :func:`process_session`)."""
+    through ``SparkSession.builder`` on every statement: see :func:`process_session`), or on
+    a Spark Connect session (the connect target)."""
+
+    def __init__(self, spark=None) -> None:
+        super().__init__()
+        self._spark = spark
 
     def execute(self, sql: str, *parameters) -> None:
         from pyspark.errors import AnalysisException
@@ -321,11 +341,15 @@ class _SessionCursor(Cursor):
         if parameters:
             sql = sql % parameters
         try:
-            self._df = current_thread_session().sql(sql)
+            self._df = (self._spark or current_thread_session()).sql(sql)
         except AnalysisException as exc:
             raise DbtRuntimeError(str(exc)) from exc
 
 
 class _SessionConnection(SessionConnection):
+    def __init__(self, spark=None) -> None:
+        super().__init__()
+        self._spark = spark
+
     def cursor(self) -> Cursor:
-        return _SessionCursor()
+        return _SessionCursor(self._spark)

@@ -16,6 +16,7 @@ from dbt.adapters.lakerank.connections import (
     resolve_home,
 )
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
+from dbt.adapters.lakerank.remote import driver_side
 from dbt.adapters.lakerank.storage import StorageMixin
 from dbt.adapters.lakerank.swaps import SwapMixin
 
@@ -56,7 +57,9 @@ class LakerankAdapter(StorageMixin, SwapMixin, SparkAdapter):
         from dbt.flags import get_flags
 
         creds = self.config.credentials
-        if str(creds.method) != "session" or getattr(get_flags(), "WHICH", None) not in ("compile", "ls", "list"):
+        if str(creds.method) != "session" or creds.engine == "connect":
+            return False
+        if getattr(get_flags(), "WHICH", None) not in ("compile", "ls", "list"):
             return False
         return not os.path.isdir(metastore_path(self.lakerank_home()))
 
@@ -94,6 +97,7 @@ class LakerankAdapter(StorageMixin, SwapMixin, SparkAdapter):
         return spec.as_dict()  # the plain form the pk_table macros read and pk_commit ships as JSON
 
     @available
+    @driver_side
     def lakerank_pk_merge(self, input_view: str, stored_view: str, spec, columns, out_view: str) -> str:
         """Register ``out_view`` with the commit's per-key merge (python_udfs.commit.pk_commit)."""
         import python_udfs

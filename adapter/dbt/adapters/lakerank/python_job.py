@@ -47,26 +47,34 @@ class SessionPythonJobHelper(PythonJobHelper):
 
     def submit(self, compiled_code: str) -> Any:
         from dbt.adapters.lakerank.connections import current_thread_session
+        from dbt.adapters.lakerank.remote import target_driver
 
         name = self.parsed_model.get("alias") or self.parsed_model.get("name", "model")
         method = str(getattr(self.credential, "method", "session"))
         if method != "session":
             raise DbtRuntimeError(
                 f"Python model {name} cannot run on a target with method '{method}': lakerank runs Python "
-                "models in the dbt process's own Spark driver (targets local and cluster). Build the Python "
+                "models on a Spark driver it controls (targets local, cluster and connect). Build the Python "
                 "models (the ingests) with one of those; the thrift target runs SQL table and view models only "
                 "(docs/design.md, 'Targets')."
             )
-        spark = current_thread_session()
-        root = project_dir()
-        if root not in sys.path:
-            sys.path.insert(0, root)
-        ship_python_udfs(spark, root)
-        scope: Dict[str, Any] = {"spark": spark, "__name__": f"lakerank_model_{name}"}
-        try:
-            exec(compile(compiled_code, f"<dbt python model {name}>", "exec"), scope)
-        except DbtRuntimeError:
-            raise
-        except Exception as exc:  # surface the model's own error to dbt
-            raise DbtRuntimeError(f"Python model {name} failed: {type(exc).__name__}: {exc}") from exc
-        return scope.get("lakerank_result")
+        remote = target_driver(self.credential)
+        if remote is not None:  # the connect target: on the serve driver, in this client's session
+            return remote.call("run_python_model", (name, compiled_code, project_dir()))
+        return run_model(current_thread_session(), name, compiled_code, project_dir())
+
+
+def run_model(spark, name: str, compiled_code: str, root: str) -> Any:
+    """``exec`` a compiled Python model with ``spark`` bound to ``spark``."""
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    ship_python_udfs(spark, root)
+    scope: Dict[str, Any] = {"spark": spark, "__name__": f"lakerank_model_{name}"}
+    try:
+        exec(compile(compiled_code, f"<dbt python model {name}>", "exec"), scope)
+    except DbtRuntimeError:
+        raise
+    except Exception as exc:  # surface the model's own error to dbt
+        raise DbtRuntimeError(f"Python model {name} failed: {type(exc).__name__}: {exc}") from exc
+    result = scope.get("lakerank_result")
+    return result if result is None or isinstance(result, (str, int, float, bool)) else str(result)

@@ -1,11 +1,13 @@
 """`lakerank serve`: a long-lived Spark Connect server over one LAKERANK_HOME (issue E.1).
 
-The server is the pyspark wheel's own SparkConnectServer, started with `spark-submit` and the
-same warehouse, Derby metastore and Spark settings as the embedded `local` target (the
-profile's `server_side_parameters` plus the home's settings). It listens on 127.0.0.1 by
-default, records where in `$LAKERANK_HOME/serve.json`, logs to `$LAKERANK_HOME/logs/serve.log`,
-and holds the home's build lock for its whole life, so an embedded `dbt build` on the same home
-refuses at once with a clear message instead of failing inside Derby.
+The server is a Python Spark driver (`run_driver`) with the same warehouse, Derby metastore
+and Spark settings as the embedded `local` target (the profile's `server_side_parameters` plus
+the home's settings). Its JVM runs the wheel's Spark Connect service; beside it, lakerank's
+driver endpoint (remote.py) runs the commits' catalog and filesystem calls and the Python
+models for `--target connect` clients. It listens on 127.0.0.1 by default, records where in
+`$LAKERANK_HOME/serve.json`, logs to `$LAKERANK_HOME/logs/serve.log`, and holds the home's
+build lock for its whole life, so an embedded `dbt build` on the same home refuses at once
+with a clear message instead of failing inside Derby.
 
     lakerank serve [--home H] [--port P] [--host 127.0.0.1] [--target local] [--background]
     lakerank serve --stop [--home H]
@@ -14,7 +16,6 @@ refuses at once with a clear message instead of failing inside Derby.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import signal
@@ -24,9 +25,14 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from dbt.adapters.lakerank.connections import JVM_FLAGS, home_spark_conf, resolve_home
+from dbt.adapters.lakerank.connections import (
+    JVM_FLAGS,
+    LakerankBusyError,
+    lock_home,
+    resolve_home,
+)
 
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+SERVICE_CLASS = "org.apache.spark.sql.connect.service.SparkConnectService"
 DEFAULT_PORT = 15002
 READY_TIMEOUT_S = 180
 
@@ -84,47 +90,69 @@ def profile_spark_conf(project_dir: str, target: str) -> Dict[str, str]:
     return {str(k): str(v) for k, v in (outputs[target].get("server_side_parameters") or {}).items()}
 
 
-def server_command(home: str, host: str, port: int, conf: Dict[str, str]) -> List[str]:
-    import pyspark
-
-    spark_home = os.path.dirname(pyspark.__file__)
-    settings = {**conf, **home_spark_conf(home),
-                "spark.connect.grpc.binding.address": host,
-                "spark.connect.grpc.binding.port": str(port),
-                "spark.sql.catalogImplementation": "hive"}
-    cmd = [os.path.join(spark_home, "bin", "spark-submit"), "--class", SERVER_CLASS,
-           "--driver-java-options", f"{JVM_FLAGS} -Dderby.system.home={home}"]
-    for key, value in settings.items():
-        cmd += ["--conf", f"{key}={value}"]
-    return cmd + ["spark-internal"]
+def server_command(home: str, host: str, port: int, driver_port: int, conf: Dict[str, str]) -> List[str]:
+    """The server process: a Python driver (:func:`run_driver`) with Spark Connect in its JVM."""
+    settings = {**conf, "spark.connect.grpc.binding.address": host, "spark.connect.grpc.binding.port": str(port)}
+    return [sys.executable, "-m", "dbt.adapters.lakerank.serve", "_driver", "--home", home, "--host", host,
+            "--port", str(port), "--driver-port", str(driver_port), "--conf", json.dumps(settings)]
 
 
-def _lock_home(home: str) -> int:
-    """Take the home's build lock (the one embedded builds take) for the server's life."""
-    os.makedirs(home, exist_ok=True)
-    fd = os.open(os.path.join(home, "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise ServeError(f"lakerank serve: LAKERANK_HOME={home} is busy ({holder}); "
-                         "stop that build or server first") from None
-    return fd
+def run_driver(home: str, host: str, port: int, driver_port: int, conf: Dict[str, str]) -> None:
+    """The server's life: the home's embedded session (build lock, warehouse, metastore), Spark
+    Connect started on its SparkContext, and the lakerank driver endpoint beside it
+    (remote.py); until SIGTERM."""
+    from dbt.adapters.lakerank.connections import acquire_build_lock, current_thread_session, start_embedded_session
+    from dbt.adapters.lakerank.remote import serve_driver_ops
+    from python_udfs.jvm import jvm_class
+
+    acquire_build_lock(home, f"lakerank serve on port {port}, pid {os.getpid()}")
+    start_embedded_session(home, conf)
+    spark = current_thread_session()
+    jvm_class(spark, SERVICE_CLASS).start(spark._jsc.sc())
+    ops = serve_driver_ops(spark, home, host, driver_port)
+
+    def stop(_signum, _frame):
+        ops.shutdown()
+        spark.stop()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    print(f"lakerank driver: Spark Connect on {host}:{port}, driver endpoint on {host}:{driver_port}", flush=True)
+    while True:
+        signal.pause()
 
 
-def _wait_ready(proc: subprocess.Popen, host: str, port: int, log: str) -> None:
+def _free_port(host: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _wait_ready(proc: subprocess.Popen, host: str, ports: List[int], log: str) -> None:
     deadline = time.time() + READY_TIMEOUT_S
+    waiting = list(ports)
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise ServeError(f"lakerank serve: the server exited with code {proc.returncode}; see {log}")
+            raise ServeError(f"lakerank serve: the server exited with code {proc.returncode}; see {log}"
+                             + _last_lines(log))
         try:
-            with socket.create_connection((host, port), timeout=1):
-                return
+            with socket.create_connection((host, waiting[0]), timeout=1):
+                waiting.pop(0)
+                if not waiting:
+                    return
         except OSError:
             time.sleep(0.5)
     proc.terminate()
-    raise ServeError(f"lakerank serve: no answer on {host}:{port} after {READY_TIMEOUT_S} s; see {log}")
+    raise ServeError(f"lakerank serve: no answer on {host}:{ports} after {READY_TIMEOUT_S} s; see {log}")
+
+
+def _last_lines(log: str, n: int = 5) -> str:
+    try:
+        with open(log, encoding="utf-8", errors="replace") as fh:
+            lines = [x for x in fh.read().splitlines() if x.strip()]
+    except OSError:
+        return ""
+    return "\n" + "\n".join(lines[-n:]) if lines else ""
 
 
 def start(home: str, host: str, port: int, target: str, project_dir: str, background: bool) -> Dict:
@@ -132,21 +160,26 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
     if running is not None:
         raise ServeError(f"lakerank serve: already serving LAKERANK_HOME={home} at {running['url']} "
                          f"(pid {running['pid']}); `lakerank serve --stop` first")
-    fd = _lock_home(home)
+    try:  # refuse at once while a build holds the home; the server takes the lock itself
+        os.close(lock_home(home, "lakerank serve (starting)",
+                           "lakerank serve: LAKERANK_HOME={home} is busy ({holder}); stop that build or server first"))
+    except LakerankBusyError as exc:
+        raise ServeError(str(exc)) from None
     conf = profile_spark_conf(project_dir, target)
+    driver_port = _free_port(host)
     log = os.path.join(home, "logs", "serve.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"lakerank serve on port {port}, since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+    # A long-lived JVM with the machine to itself: full JIT tiers unless told otherwise.
+    flags = os.environ.get("LAKERANK_JVM_FLAGS", JVM_FLAGS.replace("-XX:TieredStopAtLevel=1 ", ""))
+    env = {**os.environ, "SPARK_LOCAL_IP": host, "LAKERANK_JVM_FLAGS": flags}
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
     with open(log, "ab") as out:
-        # The server inherits the locked descriptor: the lock lives exactly as long as it does.
-        proc = subprocess.Popen(server_command(home, host, port, conf), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, pass_fds=(fd,), start_new_session=True,
-                                env={**os.environ, "SPARK_LOCAL_IP": host})
-    os.close(fd)
-    _wait_ready(proc, host, port, log)
-    state = {"url": f"sc://{host}:{port}", "host": host, "port": port, "pid": proc.pid, "home": home,
-             "log": log, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        proc = subprocess.Popen(server_command(home, host, port, driver_port, conf), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                env=env, cwd=project_dir)
+    _wait_ready(proc, host, [port, driver_port], log)
+    state = {"url": f"sc://{host}:{port}", "driver": f"http://{host}:{driver_port}", "host": host, "port": port,
+             "pid": proc.pid, "home": home, "log": log, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     with open(state_path(home), "w", encoding="utf-8") as fh:
         json.dump(state, fh)
     print(f"lakerank serve: Spark Connect at {state['url']} for LAKERANK_HOME={home} (pid {proc.pid}, log {log})",
@@ -217,7 +250,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.add_argument("--port", type=int, default=int(os.environ.get("LAKERANK_CONNECT_PORT", DEFAULT_PORT)))
     serve.add_argument("--background", action="store_true", help="return once the server accepts connections")
     serve.add_argument("--stop", action="store_true", help="stop the home's server")
+    driver = sub.add_parser("_driver", help=argparse.SUPPRESS)  # the server process itself
+    driver.add_argument("--home", required=True)
+    driver.add_argument("--host", required=True)
+    driver.add_argument("--port", type=int, required=True)
+    driver.add_argument("--driver-port", type=int, required=True)
+    driver.add_argument("--conf", required=True)
     args = parser.parse_args(argv)
+    if args.command == "_driver":
+        run_driver(args.home, args.host, args.port, args.driver_port, json.loads(args.conf))
+        return 0
     home = os.path.abspath(args.home) if args.home else resolve_home()
     try:
         if args.stop:

@@ -12,6 +12,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.connections import home_session, logger
+from dbt.adapters.lakerank.remote import driver_side, target_driver
 from python_udfs.jvm import jvm_class, new_partition, scala_seq
 
 
@@ -21,23 +22,32 @@ class StorageMixin(metaclass=AdapterMeta):
         creds = self.config.credentials
         if str(creds.method) != "session":
             return None
+        if getattr(creds, "engine", "embedded") == "connect":
+            raise DbtRuntimeError("lakerank: a driver-side call ran in a connect-target process (a bug)")
         return home_session(self.lakerank_home(), dict(creds.server_side_parameters))
+
+    def _remote_driver(self):
+        """The serve driver endpoint on the connect target, else None (see remote.py)."""
+        return target_driver(self.config.credentials)
 
     @available
     def lakerank_require_driver(self, materialization: str) -> str:
         """Stop with a clear message when ``materialization`` cannot run on this target: the
-        incremental materializations write directories and re-point partitions through the
-        Spark driver in the dbt process, which a thrift target does not have."""
+        incremental materializations write directories and re-point partitions through a
+        Spark driver lakerank controls (in the dbt process, or `lakerank serve`'s for the
+        connect target), which a thrift target does not have."""
         method = str(self.config.credentials.method)
         if method != "session":
             raise DbtRuntimeError(
-                f"{materialization} needs the Spark driver in the dbt process (targets local and cluster) for "
-                f"its metastore and file operations; this target's method is '{method}'. The thrift target "
+                f"{materialization} needs a Spark driver lakerank controls (targets local, cluster and connect) "
+                f"for its metastore and file operations; this target's method is '{method}'. The thrift target "
                 "runs SQL table and view models and the library's read macros only (docs/design.md, 'Targets')."
             )
+        self._remote_driver()  # the connect target without a serve driver refuses here
         return ""
 
     @available
+    @driver_side
     def lakerank_partition_locations(self, relation) -> Dict[str, str]:
         """``{"col=value": location}`` for every partition of ``relation`` (one metastore call)."""
         if self._session() is None:
@@ -45,6 +55,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return {spec: location for spec, (_part, location) in self._partitions(relation).items()}
 
     @available
+    @driver_side
     def lakerank_delete_path(self, location: str) -> bool:
         """Delete a superseded data directory through Hadoop's FileSystem API."""
         spark = self._session()
@@ -55,6 +66,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return bool(fs.delete(path, True))
 
     @available
+    @driver_side
     def lakerank_table_location(self, relation) -> str:
         spark = self._session()
         if spark is None:
@@ -64,6 +76,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return str(jvm_class(spark, "org.apache.hadoop.fs.Path")(table.location()).toString())
 
     @available
+    @driver_side
     def lakerank_schema_location(self, schema: str) -> str:
         """The warehouse directory of ``schema`` (where its managed tables live)."""
         spark = self._session()
@@ -73,6 +86,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return str(jvm_class(spark, "org.apache.hadoop.fs.Path")(database.locationUri()).toString())
 
     @available
+    @driver_side
     def lakerank_prune_versions(self, root: str, keep: str) -> int:
         """Delete every directory under ``root`` except ``keep`` (superseded or orphaned
         versions of a merge-on-read base); returns how many were deleted."""
@@ -91,6 +105,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return deleted
 
     @available
+    @driver_side
     def lakerank_table_exists(self, relation) -> bool:
         """Ask the metastore directly (dbt's relation cache misses tables written by macros)."""
         if self._nothing_to_introspect():
@@ -102,6 +117,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return bool(catalog.tableExists(relation.schema, relation.identifier))
 
     @available
+    @driver_side
     def lakerank_tables_info(self, relations) -> Dict[str, Dict[str, Any]]:
         """``{identifier: {'exists', 'location', 'properties'}}`` for tables of one schema,
         read with one metastore call. A pk_table commit asked the metastore ~30 times for
@@ -139,6 +155,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return out
 
     @available
+    @driver_side
     def lakerank_partition_exists(self, relation, column: str, value) -> bool:
         """Whether ``relation`` has partition ``column = value`` (one metastore lookup, no
         listing; ``True`` when it cannot tell, so callers fall back to their DDL)."""
@@ -154,6 +171,7 @@ class StorageMixin(metaclass=AdapterMeta):
 
     # -- commits: table properties and partition swaps through the metastore --------------
     @available
+    @driver_side
     def lakerank_get_property(self, relation, key: str, default: str = "") -> str:
         """A table property (lakerank keeps commit watermarks there); ``default`` if absent."""
         if self._nothing_to_introspect():
@@ -176,12 +194,14 @@ class StorageMixin(metaclass=AdapterMeta):
 
     # -- pk_table: option validation, per-key merge, crash-safe partition swaps ----------
     @available
+    @driver_side
     def lakerank_query_schema(self, view: str):
         """``[{"name", "type"}]`` of a table or temporary view (Spark simple type strings)."""
         spark = self._session()
         return [{"name": f.name, "type": f.dataType.simpleString()} for f in spark.table(view).schema.fields]
 
     @available
+    @driver_side
     def lakerank_materialize_view(self, view: str) -> str:
         """Compute temporary view ``view`` once and re-register it as its rows.
 
@@ -203,6 +223,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return path, path.getFileSystem(spark._jsc.hadoopConfiguration())
 
     @available
+    @driver_side
     def lakerank_path_bytes(self, locations) -> int:
         """Total bytes of the files under ``locations`` (what a commit wrote or keeps)."""
         total = 0
@@ -213,6 +234,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return total
 
     @available
+    @driver_side
     def lakerank_write_dirs(self, sql: str, location: str, partition_by, like=None, fault: str = "") -> str:
         """Run ``sql`` and write its rows as parquet under ``location``, one Hive-style
         directory (``col=value/...``) per value of ``partition_by``, replacing whatever was
@@ -270,6 +292,7 @@ class StorageMixin(metaclass=AdapterMeta):
         return out
 
     @available
+    @driver_side
     def lakerank_add_partition(self, relation, column: str, value, location: str) -> bool:
         """Register partition ``column = value`` of ``relation`` at ``location`` (if absent)
         with one external-catalog call. ``ALTER TABLE ... ADD PARTITION`` does the same after

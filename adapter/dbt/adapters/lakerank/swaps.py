@@ -12,6 +12,7 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.lakerank.remote import driver_side
 from python_udfs.jvm import jvm_class, moved_partition, new_partition, scala_seq
 
 
@@ -25,6 +26,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return self.lakerank_table_location(target) + "/_lakerank/intent.json"
 
     @available
+    @driver_side
     def lakerank_recover(self, target, snapshot_id: int, logs, location: str = "") -> str:
         """Crash recovery of a pk_table, in one place, before its next commit: bring
         ``target`` back to its last recorded commit ``snapshot_id`` and sweep what a dead
@@ -55,6 +57,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return f"pk_table {target}: " + "; ".join(done) if done else ""
 
     @available
+    @driver_side
     def lakerank_read_intent(self, target):
         """The unfinished commit's swap plan of ``target`` (None when there is none)."""
         spark = self._session()
@@ -72,6 +75,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return json.loads(text) if text else None
 
     @available
+    @driver_side
     def lakerank_clear_intent(self, target) -> str:
         path, fs = self._fs(self._intent_path(target))
         fs.delete(path, False)
@@ -98,6 +102,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return out
 
     @available
+    @driver_side
     def lakerank_plan_swap(self, target, stage_location: str, partition_depth: int, touched, commit_id: int):
         """Plan the swap of ``touched`` partitions (``"c=v/_bucket=n"`` strings) of ``target``
         to the directories written under ``stage_location`` and write it as the commit's
@@ -140,6 +145,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return listing if listing is not None else self._partitions(relation)
 
     @available
+    @driver_side
     def lakerank_apply_swap(self, target, plan) -> Dict[str, int]:
         """Re-point ``target``'s partitions per ``plan``: one metastore call each for the
         replaced, created and dropped partitions."""
@@ -175,6 +181,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return {"replaced": len(plan["replace"]), "created": len(plan["create"]), "dropped": len(plan["drop"])}
 
     @available
+    @driver_side
     def lakerank_rollback_swap(self, target, plan) -> str:
         """Undo a (possibly partial) swap: every touched partition points at its location
         from before the commit again, and the dead attempt's directories are deleted."""
@@ -200,6 +207,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return ""
 
     @available
+    @driver_side
     def lakerank_finish_swap(self, target, plan) -> str:
         """After the commit is recorded: delete superseded directories, then the intent,
         then every version directory no partition points into any more (a stage whose every
@@ -215,6 +223,7 @@ class SwapMixin(metaclass=AdapterMeta):
         return ""
 
     @available
+    @driver_side
     def lakerank_drop_dead_stages(self, target, location: str = "", live=None) -> int:
         """Delete the version directories under ``target``'s ``_v/`` that no partition points
         into: stages of runs that died before their swap (call after recovery, when no

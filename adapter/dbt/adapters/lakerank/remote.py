@@ -1,0 +1,247 @@
+"""The `connect` target's driver-side calls (issue E.2).
+
+Over Spark Connect the dbt process has no JVM: its SQL goes through the Connect client, but
+lakerank's commits also need the driver's catalog and filesystem APIs (partition swaps, table
+properties, directory writes) and Python models run on a driver. `lakerank serve` is therefore
+a Python driver that hosts both: Spark Connect in its JVM, and a small JSON endpoint
+(127.0.0.1 only) that runs the adapter's driver-side methods, the same code the embedded
+target runs, on the server's session *of the calling Connect client* (looked up by the
+client's user and session id), so the temporary views a model's SQL created over Connect are
+the ones the driver-side call sees.
+
+- client: :func:`driver_side` wraps each driver-side adapter method; on the connect target
+  the call goes to :class:`RemoteDriver` instead of running here.
+- server: :class:`DriverOps` (the storage and swap mixins on a given session) behind
+  :func:`serve_driver_ops`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+import traceback
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Optional
+
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.lakerank.connections import _SESSION_LOCK, env_spark_conf, resolve_home
+
+REL = "__lakerank_relation__"
+
+
+def encode(value: Any) -> Any:
+    """JSON form of a driver-side call's arguments and results (relations by name)."""
+    if hasattr(value, "identifier") and hasattr(value, "schema") and hasattr(value, "render"):
+        return {REL: {"schema": value.schema, "identifier": value.identifier, "type": str(value.type or "table")}}
+    if isinstance(value, dict):
+        return {str(k): encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encode(v) for v in value]
+    return value
+
+
+def decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {REL}:
+            from dbt.adapters.spark.relation import SparkRelation
+
+            spec = value[REL]
+            return SparkRelation.create(schema=spec["schema"], identifier=spec["identifier"], type=spec["type"])
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    return value
+
+
+class RemoteDriver:
+    """Client of a `lakerank serve` driver endpoint, bound to one Connect session."""
+
+    def __init__(self, url: str, user_id: str, session_id: str) -> None:
+        self.url, self.user_id, self.session_id = url.rstrip("/"), user_id, session_id
+
+    def call(self, method: str, args=(), kwargs=None) -> Any:
+        body = json.dumps({"method": method, "args": encode(list(args)), "kwargs": encode(kwargs or {}),
+                           "user_id": self.user_id, "session_id": self.session_id}).encode()
+        request = urllib.request.Request(self.url + "/call", data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=24 * 3600) as response:
+                reply = json.loads(response.read())
+        except urllib.error.URLError as exc:
+            raise DbtRuntimeError(f"lakerank: the serve driver at {self.url} does not answer ({exc.reason}); "
+                                  "is `lakerank serve` running for this LAKERANK_HOME?") from None
+        if "error" in reply:
+            raise DbtRuntimeError(reply["error"])
+        return decode(reply.get("result"))
+
+
+# -- client side: the connect target's Spark Connect session and driver endpoint -------------
+
+
+def connect_endpoint(home: str) -> Dict[str, str]:
+    """``{"url", "driver"}`` of the connect target: ``LAKERANK_CONNECT_URL`` (with
+    ``LAKERANK_DRIVER_URL``, the serve driver endpoint beside it, if any), else the server
+    `lakerank serve` recorded for ``home``."""
+    url = os.environ.get("LAKERANK_CONNECT_URL", "")
+    if url:
+        return {"url": url, "driver": os.environ.get("LAKERANK_DRIVER_URL", "")}
+    from dbt.adapters.lakerank.serve import read_state
+
+    state = read_state(home)
+    if state is None:
+        raise DbtRuntimeError(
+            f"target connect: no Spark Connect server for LAKERANK_HOME={home}. Start one with "
+            "`lakerank serve --background` (same LAKERANK_HOME) or set LAKERANK_CONNECT_URL to a cluster's.")
+    return {"url": state["url"], "driver": state.get("driver", "")}
+
+
+_CONNECT: Dict[str, Any] = {}
+
+
+def connect_session(home: str, params: Dict[str, str]):
+    """This process's Spark Connect session for ``home``'s endpoint (one per URL), with the
+    profile's runtime settings applied."""
+    endpoint = connect_endpoint(home)
+    with _SESSION_LOCK:
+        spark = _CONNECT.get(endpoint["url"])
+        if spark is None:
+            from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+            spark = ConnectSession.builder.remote(endpoint["url"]).create()
+            _CONNECT[endpoint["url"]] = spark
+    return spark, endpoint
+
+
+def close_connect_sessions() -> None:
+    """Close this process's Connect sessions (before their server stops: a client left open
+    retries the dead server when the process exits)."""
+    with _SESSION_LOCK:
+        while _CONNECT:
+            _url, spark = _CONNECT.popitem()
+            try:
+                spark.stop()
+            except Exception:  # already gone
+                pass
+
+
+def apply_connect_conf(spark, params: Dict[str, str]) -> None:
+    """The profile's runtime SQL settings on a Connect session (static ones are the server's)."""
+    wanted = {k: str(v) for k, v in {**params, **env_spark_conf()}.items() if k.startswith("spark.sql.")}
+    current = dict(spark.sql("set").collect())
+    for key, value in wanted.items():
+        if current.get(key) != value and spark.conf.isModifiable(key):
+            spark.conf.set(key, value)
+
+
+def target_driver(creds):
+    """The serve driver endpoint of a connect target (None on embedded targets), bound to
+    this process's Connect session so driver-side calls see its temporary views."""
+    if getattr(creds, "engine", "embedded") != "connect":
+        return None
+    home = resolve_home(creds.lakerank_home)
+    spark, endpoint = connect_session(home, dict(creds.server_side_parameters))
+    if not endpoint["driver"]:
+        raise DbtRuntimeError(
+            f"target connect: the Spark Connect endpoint {endpoint['url']} has no lakerank driver beside it "
+            "(LAKERANK_DRIVER_URL). SQL table and view models run over plain Spark Connect; lakerank's "
+            "incremental materializations and Python models need `lakerank serve` on the driver host "
+            "(docs/design.md, 'Targets').")
+    return RemoteDriver(endpoint["driver"], spark.client._user_id or "", spark.session_id)
+
+
+def driver_side(fn: Callable) -> Callable:
+    """Run an adapter method on the driver: here (embedded targets, or inside the server), or
+    through the serve driver endpoint on the connect target."""
+
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        remote = self._remote_driver()
+        if remote is None:
+            return fn(self, *args, **kwargs)
+        return remote.call(fn.__name__, args, kwargs)
+
+    return call
+
+
+# -- server side ------------------------------------------------------------------------
+
+
+def client_session(spark, user_id: str, session_id: str):
+    """The server's (classic) SparkSession behind one Connect client's session."""
+    from pyspark.sql import SparkSession
+
+    from python_udfs.jvm import jvm_class
+
+    holder = jvm_class(spark, "org.apache.spark.sql.connect.service.SparkConnectService").getOrCreateIsolatedSession(
+        user_id, session_id, jvm_class(spark, "scala.Option").empty())
+    jsession = holder.session()
+    jvm_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(jsession)
+    jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
+    return SparkSession(spark.sparkContext, jsparkSession=jsession)
+
+
+def serve_driver_ops(spark, home: str, host: str, port: int) -> ThreadingHTTPServer:
+    """Start the driver endpoint on ``host:port`` (a daemon thread) and return its server."""
+    from dbt.adapters.lakerank.storage import StorageMixin
+    from dbt.adapters.lakerank.swaps import SwapMixin
+
+    class DriverOps(StorageMixin, SwapMixin):
+        """The adapter's driver-side methods on one client's session."""
+
+        def __init__(self, session) -> None:
+            self.session = session
+
+        def _remote_driver(self) -> Optional[RemoteDriver]:
+            return None
+
+        def _session(self):
+            return self.session
+
+        def lakerank_home(self) -> str:
+            return home
+
+        def _nothing_to_introspect(self) -> bool:
+            return False
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_args) -> None:  # the serve log holds Spark's output only
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            try:
+                session = client_session(spark, request["user_id"], request["session_id"])
+                method = request["method"]
+                if method == "run_python_model":
+                    result = run_python_model(session, *request["args"])
+                else:
+                    ops = DriverOps(session)
+                    if not getattr(getattr(ops, method, None), "_is_available_", False):
+                        raise DbtRuntimeError(f"lakerank serve: no driver-side method {method!r}")
+                    result = getattr(ops, method)(*decode(request["args"]), **decode(request["kwargs"]))
+                reply = {"result": encode(result)}
+            except Exception as exc:  # the client raises it as a dbt error
+                detail = str(exc) if isinstance(exc, DbtRuntimeError) else f"{type(exc).__name__}: {exc}"
+                reply = {"error": detail, "trace": traceback.format_exc(limit=5)}
+            body = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="lakerank-driver-ops", daemon=True).start()
+    return server
+
+
+def run_python_model(session, name: str, compiled_code: str, root: str) -> Any:
+    """A dbt Python model on the server's driver (python_job.run_model there)."""
+    from dbt.adapters.lakerank.python_job import run_model
+
+    return run_model(session, name, compiled_code, root)

@@ -1,0 +1,92 @@
+"""The `connect` target for real (issue E.2-E.4 a): `lakerank serve` on a temporary home, and
+the pipeline built with `dbt build --target connect` from this process, whose only Spark is a
+Spark Connect client (SQL over Connect; the commits' driver calls and the Python ingest on the
+server's driver, in this client's session). A generated stream with late, duplicate,
+updated, moved and deleted events; every build is checked exact against the oracle, read back
+over Connect. During a build, a second Connect client in another process keeps reading the
+marts: it is never blocked and never fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from test_rank_regressions import scenario_batch
+from test_serve import _free_port
+
+import cdc
+from checks import assert_all_exact
+from dbt.adapters.lakerank import serve
+from dbt.adapters.lakerank.remote import close_connect_sessions, connect_session
+from lakerank_project import ROOT
+
+READER = textwrap.dedent("""\
+    import json, sys, time
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+    stop_file = sys.argv[2]
+    reads, errors = 0, []
+    import os
+    while not os.path.exists(stop_file):
+        try:
+            spark.sql("select count(*), max(asc_rn) from lakerank.fct_contract_rank").collect()
+            spark.sql("select count(*) from lakerank.dim_project_rank_version").collect()
+            reads += 1
+        except Exception as exc:
+            errors.append(str(exc)[:300])
+        time.sleep(0.2)
+    print(json.dumps({"reads": reads, "errors": errors}))
+    """)
+
+
+@pytest.fixture
+def served_home(lakerank, monkeypatch):
+    """`lakerank serve` on the test's home; the connect target selected."""
+    home = str(lakerank.home)
+    args = ["serve", "--home", home, "--port", str(_free_port()), "--project-dir", str(ROOT)]
+    assert serve.main([*args, "--background"]) == 0
+    monkeypatch.setenv("LAKERANK_TARGET", "connect")
+    state = serve.read_state(home)
+    spark, _endpoint = connect_session(home, {})
+    lakerank.spark = lambda: spark  # the checks read the marts over Connect too
+    try:
+        yield state
+    finally:
+        close_connect_sessions()
+        assert serve.main(["serve", "--home", home, "--stop"]) == 0
+
+
+def test_connect_target_without_a_server_says_how_to_start_one(lakerank, monkeypatch):
+    monkeypatch.setenv("LAKERANK_TARGET", "connect")
+    result = lakerank.dbt("run", expect_success=False)
+    messages = str(result.exception) + " ".join(str(r.message) for r in (result.result or []))
+    assert "lakerank serve --background" in messages, messages
+
+
+def test_pipeline_through_lakerank_serve_is_exact_and_readable_while_building(lakerank, served_home, tmp_path):
+    batches = cdc.generate_batches(seed=41, n_batches=3, events_per_batch=60, n_projects=6)
+    oracle = cdc.Oracle()
+    for i, generated in enumerate(batches):
+        lines = [*generated, *scenario_batch(i)]  # beside the stream, issue F.1's moves
+        path = lakerank.land(lines)
+        oracle.consume(os.path.basename(path), lines)
+        reader = None
+        if i == 1:  # a second client reads the marts while this build runs
+            stop = tmp_path / "stop-reader"
+            reader = subprocess.Popen([sys.executable, "-c", READER, served_home["url"], str(stop)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lakerank.dbt("build")
+        if reader is not None:
+            stop.touch()
+            out, err = reader.communicate(timeout=120)
+            assert reader.returncode == 0, err[-3000:]
+            report = json.loads(out.strip().splitlines()[-1])
+            assert report["errors"] == [] and report["reads"] >= 3, report
+        assert_all_exact(lakerank, oracle, "dense_rank")
+    # dbt show over Connect reads business times as landed
+    shown = lakerank.dbt("show", "--inline", "select count(*) as n from lakerank.fct_contract_rank")
+    assert int(shown.result.results[0].agate_table.rows[0]["n"]) == len(lakerank.table("fct_contract_rank"))
