@@ -16,6 +16,7 @@ Every `dbt` is a fresh process, as a scheduler would run it. The run ends by che
 `fct_contract_rank` against DuckDB computing the same ranks from the landed files.
 
     python3 scripts/bench.py --quick                 # 1e5 history, 2 batches (CI smoke test)
+    python3 scripts/bench.py --quick --warm          # then 2 batches through `lakerank serve`
     python3 scripts/bench.py --history 1e6 1e7 3e7   # the full run (hours; manual)
 
 Results: a markdown table on stdout and JSON in --out (default bench-results.json).
@@ -38,6 +39,9 @@ import time
 from datetime import datetime, timedelta
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_oracle import check_exact  # noqa: E402  (DuckDB over the landed files)
+
 NAIVE = ROOT / "benchmarks" / "naive"
 PROFILES = ROOT / "profiles"
 HISTORY_START = datetime(2022, 1, 1)
@@ -211,60 +215,6 @@ def bytes_written_since(root: pathlib.Path, since: float) -> int:
 
 
 # ---------------------------------------------------------------------------------------
-# Exactness: fct_contract_rank against DuckDB over the landed files
-# ---------------------------------------------------------------------------------------
-
-def check_exact(home: pathlib.Path) -> dict:
-    import duckdb
-    from pyspark.sql import SparkSession
-
-    from dbt.adapters.lakerank.connections import home_spark_conf
-
-    export = home / "bench_export"
-    shutil.rmtree(export, ignore_errors=True)
-    builder = SparkSession.builder.enableHiveSupport().master("local[2]")
-    for k, v in home_spark_conf(str(home)).items():
-        builder = builder.config(k, v)
-    spark = builder.config("spark.sql.timestampType", "TIMESTAMP_NTZ").getOrCreate()
-    # Hive's partition-filter fallback on the `_`-named partition columns logs a WARN with a
-    # stack trace per read (harmless: the adapter's session sets the same fallback).
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.sql("select project_id, contract_id, cast(sign_time as string) as sign_time, asc_rn "
-              "from lakerank.fct_contract_rank").write.parquet(str(export))
-    spark.stop()
-    con = duckdb.connect()
-    landing = home / "landing" / "contracts"
-    mismatches = con.execute(f"""
-        with events as (
-            select * from read_json('{landing}/*.jsonl', format = 'newline_delimited',
-                columns = {{op: 'varchar', project_id: 'bigint', contract_id: 'bigint',
-                           sign_time: 'varchar', amount: 'decimal(18,2)', op_ts: 'varchar'}})
-            where op in ('+I', '+U', '-D')
-        ),
-        last as (
-            select contract_id, arg_max(op, op_ts) as op, arg_max(project_id, op_ts) as project_id,
-                   arg_max(sign_time, op_ts) as sign_time
-            from events group by contract_id
-        ),
-        want as (
-            select project_id, contract_id, sign_time,
-                   dense_rank() over (partition by project_id order by sign_time) as asc_rn
-            from last where op <> '-D'
-        ),
-        got as (select * from read_parquet('{export}/*.parquet'))
-        select
-            (select count(*) from want) as want_rows,
-            (select count(*) from got) as got_rows,
-            (select count(*) from (select * from want except select * from got)) as missing,
-            (select count(*) from (select * from got except select * from want)) as unexpected
-    """).fetchone()
-    shutil.rmtree(export, ignore_errors=True)
-    want_rows, got_rows, missing, unexpected = mismatches
-    return {"rows": want_rows, "got_rows": got_rows, "missing": missing, "unexpected": unexpected,
-            "exact": missing == 0 and unexpected == 0 and want_rows == got_rows}
-
-
-# ---------------------------------------------------------------------------------------
 
 def bench_history(n: int, args) -> dict:
     home = pathlib.Path(args.work) / f"home_{n}"
@@ -284,10 +234,7 @@ def bench_history(n: int, args) -> dict:
     print(f"   floor {floor['seconds']}s, build with nothing landed {empty['seconds']}s", flush=True)
     batches = []
     for b in range(args.batches):
-        lines = maker.batch(args.batch_events)
-        tmp, dst = landing / f".batch_{b:04d}.tmp", landing / f"batch_{b:04d}.jsonl"
-        tmp.write_text("\n".join(lines) + "\n")
-        os.replace(tmp, dst)
+        land_batch(landing, b, maker.batch(args.batch_events))
         since = time.time()
         inc = run_dbt(build, home)
         inc["bytes_written"] = bytes_written_since(home / "warehouse", since)
@@ -299,12 +246,56 @@ def bench_history(n: int, args) -> dict:
         row = {"batch": b, "incremental": inc, "naive": naive, "floor": again["seconds"]}
         print(f"   batch {b}: incremental {inc}, naive {naive}", flush=True)
         batches.append(row)
+    warm = bench_warm(home, maker, landing, args.batches, args) if args.warm else None
     exact = check_exact(home)
     print(f"   exactness vs DuckDB: {exact}", flush=True)
     if not args.keep:
         shutil.rmtree(home, ignore_errors=True)
     return {"history": n, "projects": projects, "load": load, "floor": floor, "empty_build": empty,
-            "batches": batches, "exact": exact}
+            "batches": batches, "warm": warm, "exact": exact}
+
+
+def land_batch(landing: pathlib.Path, b: int, lines: list[str]) -> None:
+    tmp, dst = landing / f".batch_{b:04d}.tmp", landing / f"batch_{b:04d}.jsonl"
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, dst)
+
+
+def bench_warm(home: pathlib.Path, maker: BatchMaker, landing: pathlib.Path, first: int, args) -> dict:
+    """The same home behind `lakerank serve` (issue E.5): more batches, each a fresh
+    `dbt build --target connect` process (as cron would run it), beside the naive re-rank and
+    the floor through the same server. The server's first build (nothing landed) warms it."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    serve = [sys.executable, "-m", "dbt.adapters.lakerank.serve", "serve", "--home", str(home)]
+    started = time.time()
+    subprocess.run([*serve, "--project-dir", str(ROOT), "--port", str(port), "--background"],
+                   check=True, capture_output=True, env={**os.environ, "LAKERANK_HOME": str(home)})
+    start_s = round(time.time() - started, 2)
+    connect = ["--target", "connect", "--quiet"]
+    build = ["build", "--exclude", "tag:example", *connect]
+    try:
+        first_build = run_dbt(build, home)
+        floor = run_dbt(["show", "--inline", "select 1", *connect], home)
+        rows = []
+        for b in range(first, first + args.batches):
+            land_batch(landing, b, maker.batch(args.batch_events))
+            inc = run_dbt(build, home)
+            naive = run_dbt(["run", *connect], home, project=NAIVE)
+            rows.append({"batch": b, "incremental": inc, "naive": naive})
+            print(f"   warm batch {b}: incremental {inc}, naive {naive}", flush=True)
+        empty = run_dbt(build, home)
+        floor_again = run_dbt(["show", "--inline", "select 1", *connect], home)
+    finally:
+        subprocess.run([*serve, "--stop"], check=False, capture_output=True)
+    warm = {"server_start": start_s, "first_build": first_build,
+            "floor": min(floor["seconds"], floor_again["seconds"]), "empty_build": empty, "batches": rows}
+    print(f"   warm server: start {start_s}s, first build {first_build['seconds']}s, floor {warm['floor']}s,"
+          f" build with nothing landed {empty['seconds']}s", flush=True)
+    return warm
 
 
 def summary(results: list[dict], batch_events: int) -> str:
@@ -322,6 +313,19 @@ def summary(results: list[dict], batch_events: int) -> str:
                 f" | {b['incremental']['statements']} | {b['incremental']['bytes_written'] / 1e6:.1f}"
                 f" | {r['exact']['exact']} |")
     out.append(f"\nBatches of {batch_events:,} events; every `dbt` a fresh process.")
+    warm = [r for r in results if r.get("warm")]
+    if warm:
+        out += ["\nWarm server (`lakerank serve`, `dbt build --target connect`), same home, batches after"
+                " the cold ones:\n",
+                "| history | server start s | floor s | empty build s | batch build s | naive s"
+                " | cold batch build s (above) | statements |",
+                "|---|---|---|---|---|---|---|---|"]
+        for r in warm:
+            w = r["warm"]
+            for b, cold in zip(w["batches"], r["batches"]):
+                out.append(f"| {r['history']:,} | {w['server_start']} | {w['floor']} | {w['empty_build']['seconds']}"
+                           f" | {b['incremental']['seconds']} | {b['naive']['seconds']}"
+                           f" | {cold['incremental']['seconds']} | {b['incremental']['statements']} |")
     return "\n".join(out)
 
 
@@ -335,6 +339,7 @@ def main() -> int:
     p.add_argument("--work", default=None, help="where the homes go (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the homes")
     p.add_argument("--out", default="bench-results.json")
+    p.add_argument("--warm", action="store_true", help="then as many batches through `lakerank serve` (E.5)")
     args = p.parse_args()
     if args.quick:
         args.history, args.batches, args.batch_events = ["1e5"], 2, 2_000
