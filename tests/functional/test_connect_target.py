@@ -4,7 +4,13 @@ Spark Connect client (SQL over Connect; the commits' driver calls and the Python
 server's driver, in this client's session). A generated stream with late, duplicate,
 updated, moved and deleted events; every build is checked exact against the oracle, read back
 over Connect. During a build, a second Connect client in another process keeps reading the
-marts: it is never blocked and never fails."""
+marts: it is never blocked and never fails.
+
+Consistent reads (issue F.3): a client reading the read layer (`lakerank_read`) continuously
+while builds run, crash part-way (a fact-table commit left unrecorded, an accumulation swap,
+a compaction) and are run again, only ever sees every mart at one published commit: each of
+its samples (published commit, fact table, zipper and changelog summaries, one query) equals
+the marts' summaries after the build that published that commit."""
 
 from __future__ import annotations
 
@@ -90,3 +96,74 @@ def test_pipeline_through_lakerank_serve_is_exact_and_readable_while_building(la
     # dbt show over Connect reads business times as landed
     shown = lakerank.dbt("show", "--inline", "select count(*) as n from lakerank.fct_contract_rank")
     assert int(shown.result.results[0].agate_table.rows[0]["n"]) == len(lakerank.table("fct_contract_rank"))
+
+
+CONSISTENT_READER = textwrap.dedent("""\
+    import json, os, sys, time
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+    query = (
+        "select p.commit_id, f.n, f.s, d.n, d.s, c.n"
+        " from (select max(commit_id) as commit_id from lakerank_read.published_commit) as p"
+        " cross join (select count(*) as n, coalesce(sum(asc_rn * contract_id), 0) as s"
+        "             from lakerank_read.fct_contract_rank) as f"
+        " cross join (select count(*) as n, coalesce(sum(base_max_rn * hash(ver_start)), 0) as s"
+        "             from lakerank_read.dim_project_rank_version) as d"
+        " cross join (select count(*) as n from lakerank_read.fct_contract_rank_changelog) as c")
+    samples, errors = [], []
+    while not os.path.exists(sys.argv[2]):
+        try:
+            samples.append([int(x) for x in spark.sql(query).first()])
+        except Exception as exc:
+            errors.append(str(exc)[:500])
+        time.sleep(0.1)
+    print(json.dumps({"samples": samples, "errors": errors}))
+    """)
+
+
+def _mart_summary(spark) -> list:
+    """The marts' summary (CONSISTENT_READER's, over the marts themselves)."""
+    row = spark.sql("""
+        select f.n, f.s, d.n, d.s, c.n
+        from (select count(*) as n, coalesce(sum(asc_rn * contract_id), 0) as s
+              from lakerank.fct_contract_rank) as f
+        cross join (select count(*) as n, coalesce(sum(base_max_rn * hash(ver_start)), 0) as s
+                    from lakerank.dim_project_rank_version) as d
+        cross join (select count(*) as n from lakerank.fct_contract_rank_changelog) as c""").first()
+    watermark = {r[0]: r[1] for r in spark.sql("show tblproperties lakerank.fct_contract_rank").collect()}
+    return [int(watermark["lakerank.commit_id"]), *(int(x) for x in row)]
+
+
+def test_readers_see_every_mart_at_one_published_commit_through_crashes(lakerank, served_home, tmp_path):
+    batches = cdc.generate_batches(seed=43, n_batches=4, events_per_batch=50, n_projects=5)
+    oracle = cdc.Oracle()
+    spark = lakerank.spark()
+    # Each batch's first build crashes at the named step (None: no crash); the rerun finishes it.
+    crashes = [None, {"fct_contract_rank": "committed"}, {"int_project_rank_accumulation": "swapped"},
+               {"dim_project_rank_version": "compacted"}]
+    expected, reader, stop = {}, None, tmp_path / "stop-reader"
+    for i, (generated, crash) in enumerate(zip(batches, crashes)):
+        path = lakerank.land(generated)
+        oracle.consume(os.path.basename(path), generated)
+        settings = {"compact_commits": 1 if i == 3 else 10}  # batch 3 compacts every table
+        if crash:
+            failed = lakerank.dbt("build", vars={**settings, "lakerank_fault": crash}, expect_success=False)
+            assert not failed.success
+        lakerank.dbt("build", vars=settings)
+        summary = _mart_summary(spark)
+        published = spark.sql("select max(commit_id) from lakerank_read.published_commit").first()[0]
+        assert published == summary[0], (published, summary)
+        expected[summary[0]] = summary
+        if reader is None:
+            reader = subprocess.Popen([sys.executable, "-c", CONSISTENT_READER, served_home["url"], str(stop)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stop.touch()
+    out, err = reader.communicate(timeout=120)
+    assert reader.returncode == 0, err[-3000:]
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["errors"] == [], report["errors"][:3]
+    seen = {tuple(s) for s in report["samples"]}
+    assert {s[0] for s in seen} >= set(list(expected)[1:]), (seen, expected)
+    inconsistent = [s for s in seen if list(s) != expected.get(s[0])]
+    assert inconsistent == [], (inconsistent, expected)
+    assert_all_exact(lakerank, oracle, "dense_rank")

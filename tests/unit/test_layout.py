@@ -12,9 +12,9 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-LAYERS = {"staging": 0, "intermediate": 1, "marts": 2}
+LAYERS = {"staging": 0, "intermediate": 1, "marts": 2, "published": 3}
 PREFIXES = {"staging": ("stg_",), "intermediate": ("int_",), "marts": ("fct_", "dim_"),
-            "examples": ("stg_", "int_", "fct_", "dim_")}
+            "examples": ("stg_", "int_", "fct_", "dim_"), "published": ("published_",)}
 PK_TESTS = {"unique", "unique_combination", "valid_rows"}
 MAX_LINES = 400
 

@@ -15,11 +15,12 @@
 {%- endmacro %}
 
 
-{% macro record_commit(relation, commit_id, fingerprint=none, kind='table') -%}
+{% macro record_commit(relation, commit_id, fingerprint=none, kind='table', properties={}) -%}
   {% call statement('lakerank_record_commit') -%}
     alter {{ kind }} {{ relation }} set tblproperties (
       '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}'
-      {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
+      {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %}
+      {%- for key, value in properties.items() %}, '{{ key }}' = '{{ value }}'{% endfor %})
   {%- endcall %}
 {%- endmacro %}
 

@@ -68,11 +68,13 @@
         {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank_lib.declare_rewrite('<predicate>')") }}
       {%- endif -%}
       {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, commit_id, attempt) %}
+      {% do lakerank_lib.fault_point('committed') %}
       {%- set base_commit = adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1') | int -%}
       {%- if lakerank_lib.merge_on_read_needs_compaction(parts, base_commit) -%}
         {% do lakerank_lib.merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) %}
       {%- else -%}
-        {% do lakerank_lib.record_commit(view_relation, commit_id, fingerprint, kind='view') %}
+        {% do lakerank_lib.record_commit(view_relation, commit_id, fingerprint, kind='view',
+                                         properties={'lakerank.primary_key': primary_key | join(',')}) %}
       {%- endif -%}
       {#- its data tests read the rows this commit changed (not the whole predicate) -#}
       {% do lakerank_lib.remember_written(view_relation,
@@ -172,7 +174,9 @@
 
 
 {#- Write the view's rows as a new base version, point the base table at it, then the view
-    at the changes after `commit_id`; older base versions are deleted. -#}
+    at the changes after `commit_id`. Older base versions are deleted but the two newest:
+    a publication (lakerank_lib's `publication` materialization) may still read the one this
+    replaces, or, after a compaction that was killed and run again, the one before. -#}
 {% macro merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) -%}
   {%- set location = parts['root'] ~ '/_v/b' ~ attempt -%}
   {% call statement('compact_base') -%}
@@ -182,8 +186,9 @@
   {% call statement('point_base') -%}
     alter table {{ parts['base'] }} set location '{{ location }}'
   {%- endcall %}
+  {% do lakerank_lib.fault_point('compacted') %}
   {% do lakerank_lib.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
-  {% do adapter.lakerank_prune_versions(parts['root'] ~ '/_v', location) %}
+  {% do adapter.lakerank_prune_versions(parts['root'] ~ '/_v', location, spare=2) %}
 {%- endmacro %}
 
 
@@ -191,18 +196,26 @@
     (an after-image replaces the row, a delete removes it), and the model's watermark. -#}
 {% macro merge_on_read_replace_view(view_relation, parts, primary_key, base_commit, commit_id, fingerprint) -%}
   {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
-  {%- set on_key -%}
-    {%- for k in primary_key %}base.{{ k }} = changes.{{ k }}{{ ' and ' if not loop.last }}{% endfor -%}
-  {%- endset -%}
   {% call statement('replace_view') -%}
     create or replace view {{ view_relation }}
     tblproperties (
       '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}',
-      'lakerank.base_commit' = '{{ base_commit }}'
+      'lakerank.base_commit' = '{{ base_commit }}',
+      'lakerank.primary_key' = '{{ primary_key | join(',') }}'
       {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
     as
+    {{ lakerank_lib.merge_on_read_select(
+        parts['base'], 'select * from ' ~ parts['audit'] ~ ' where _commit_id > ' ~ base_commit,
+        cols, primary_key) }}
+  {%- endcall %}
+{%- endmacro %}
+
+
+{#- The rows of a merge-on-read table: `base` (a relation) with each key's newest row of
+    `changes` (a query over its audit log) on top. -#}
+{% macro merge_on_read_select(base, changes, cols, primary_key) -%}
     with changes as (
-      select * from {{ parts['audit'] }} where _commit_id > {{ base_commit }}
+      {{ changes }}
     ),
     newest as (
       select *, row_number() over (
@@ -211,13 +224,13 @@
       from changes
     )
     select {% for c in cols %}base.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
-    from {{ parts['base'] }} as base
-    left anti join changes on {{ on_key }}
+    from {{ base }} as base
+    left anti join changes on
+      {%- for k in primary_key %} base.{{ k }} = changes.{{ k }}{{ ' and' if not loop.last }}{% endfor %}
     union all
     select {{ cols | join(', ') }}
     from newest
     where lakerank_pick = 1 and rowkind in ('+I', '+U')
-  {%- endcall %}
 {%- endmacro %}
 
 

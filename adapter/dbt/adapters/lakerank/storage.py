@@ -87,9 +87,10 @@ class StorageMixin(metaclass=AdapterMeta):
 
     @available
     @driver_side
-    def lakerank_prune_versions(self, root: str, keep: str) -> int:
-        """Delete every directory under ``root`` except ``keep`` (superseded or orphaned
-        versions of a merge-on-read base); returns how many were deleted."""
+    def lakerank_prune_versions(self, root: str, keep: str, spare: int = 0) -> int:
+        """Delete every directory under ``root`` except ``keep`` and the ``spare`` newest
+        others (superseded or orphaned versions of a merge-on-read base); returns how many
+        were deleted."""
         spark = self._session()
         if spark is None or not root:
             return 0
@@ -97,12 +98,10 @@ class StorageMixin(metaclass=AdapterMeta):
         if not fs.exists(path):
             return 0
         keep_path = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(keep).toString()).rstrip("/")
-        deleted = 0
-        for status in fs.listStatus(path):
-            child = status.getPath()
-            if status.isDirectory() and str(child.toString()).rstrip("/") != keep_path:
-                deleted += int(bool(fs.delete(child, True)))
-        return deleted
+        others = sorted((s for s in fs.listStatus(path)
+                         if s.isDirectory() and str(s.getPath().toString()).rstrip("/") != keep_path),
+                        key=lambda s: s.getModificationTime(), reverse=True)
+        return sum(int(bool(fs.delete(s.getPath(), True))) for s in others[spare:])
 
     @available
     @driver_side
@@ -151,7 +150,9 @@ class StorageMixin(metaclass=AdapterMeta):
             # One round trip for the whole property map ("k -> v" entries; keys hold no " -> ").
             text = table.properties().mkString("\u0001", "\u0002", "\u0001").strip("\u0001")
             props = dict(item.split(" -> ", 1) for item in text.split("\u0002") if item)
-            out[name] = {"exists": True, "location": str(path(table.location()).toString()), "properties": props}
+            located = table.storage().locationUri().isDefined()  # a view has no location
+            out[name] = {"exists": True, "location": str(path(table.location()).toString()) if located else "",
+                         "properties": props}
         return out
 
     @available

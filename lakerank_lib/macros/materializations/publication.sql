@@ -1,0 +1,171 @@
+{#-
+  publication — a consistent read layer: every published table at one complete commit.
+
+  The model declares the relations it publishes with
+  `lakerank_lib.declare_publication([ref(...), ...])`; they must all stand at one commit
+  (their watermarks, `lakerank.commit_id`). The model's schema (e.g. `+schema: read`) gets,
+  per published relation, a view of the same name that reads it *as of the published commit*
+  P, and the model's own table holds P (one row: `commit_id`, `published_at`,
+  `invocation_id`, `tables`). Publishing commit N:
+    1. each reader view is (re)defined so that it returns the relation at P for P = the commit
+       published now *and* for P = N: a merge_on_read model is read as its base version (the
+       parquet directory, not the base table, which a compaction re-points) plus the audit
+       log's changes in (base commit, P], with both the previous and the current base written
+       in, each used for the P it belongs to; any other relation must have a `_commit_id`
+       column and is read `where _commit_id <= P`;
+    2. P becomes N in one metastore call: the model's table (partitioned by `commit_id`, so
+       that every query lists its partitions afresh instead of a session's cached listing)
+       gains partition N. Every reader view reads P, its newest partition, so all of them
+       move together. Publications but the last three are dropped.
+  A reader never sees a commit that is not complete in every published table: models that
+  failed, were killed, or whose data tests failed leave the publication where it was (dbt
+  skips this model), and partitions of an unfinished commit lie above P. Before the first
+  publication the reader views do not exist. Not covered: a `--full-refresh` of a published
+  model deletes the base versions readers use (readers fail until it is published again), and
+  two compactions of one model between publications delete the base the publication reads.
+  A query that reads two reader views resolves P once per view (the same one unless P moves
+  during that query's planning: microseconds).
+
+  Config: none besides the schema. Needs the driver (targets local, cluster, connect).
+-#}
+{% materialization publication, default %}
+  {%- do adapter.lakerank_require_driver('publication') -%}
+  {%- set published = adapter.lakerank_memo_get('publish:' ~ invocation_id ~ ':' ~ this) -%}
+  {%- if not published -%}
+    {{ exceptions.raise_compiler_error("publication model " ~ this ~ " must call"
+         ~ " lakerank_lib.declare_publication([ref('<model>'), ...])") }}
+  {%- endif -%}
+  {{ run_hooks(pre_hooks) }}
+  {%- set root = adapter.lakerank_schema_location(this.schema) ~ '/' ~ this.identifier -%}
+  {%- if not adapter.lakerank_table_exists(this) -%}
+    {% call statement('create_publication') -%}
+      create table {{ this }} (published_at timestamp, invocation_id string, tables string, commit_id bigint)
+      using parquet partitioned by (commit_id) location '{{ root }}'
+    {%- endcall %}
+  {%- endif -%}
+  {%- set sources = lakerank_lib.publication_sources(published) -%}
+  {%- set commit_id = sources | map(attribute='commit_id') | select('ge', 0) | list -%}
+  {%- if not commit_id -%}  {#- nothing committed yet (an empty stream): nothing to publish -#}
+    {% call statement('main') -%} select 'nothing committed yet' as status {%- endcall %}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [this]}) }}
+  {%- endif -%}
+  {%- if commit_id | unique | list | length != 1 -%}
+    {{ exceptions.raise_compiler_error("publication " ~ this ~ ": the published relations are not at one commit ("
+         ~ sources | map(attribute='relation') | join(', ') ~ " at " ~ sources | map(attribute='commit_id') | join(', ')
+         ~ "); a model of this build did not finish: nothing is published") }}
+  {%- endif -%}
+  {%- set commit_id = commit_id[0] -%}
+  {%- set attempt = lakerank_lib.commit_attempt(commit_id) -%}
+  {%- set location = root ~ '/_v/p' ~ attempt -%}
+  {%- set before = adapter.lakerank_partition_locations(this) -%}
+  {%- if before -%}  {#- views valid for the published commit and for this one -#}
+    {%- for source in sources -%}
+      {% do lakerank_lib.publication_view(source) %}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- if ('commit_id=' ~ commit_id) not in before -%}
+    {% call statement('main') -%}
+      insert overwrite directory '{{ location }}' using parquet
+      select
+        current_timestamp() as published_at,
+        '{{ invocation_id }}' as invocation_id,
+        '{{ published | map(attribute='identifier') | join(',') }}' as tables
+    {%- endcall %}
+    {% call statement('publish') -%}
+      alter table {{ this }} add if not exists partition (commit_id = {{ commit_id }}) location '{{ location }}'
+    {%- endcall %}
+  {%- else -%}
+    {% call statement('main') -%} select 'commit {{ commit_id }} is published' as status {%- endcall %}
+  {%- endif -%}
+  {%- if not before -%}  {#- the first publication: P exists before any reader view -#}
+    {%- for source in sources -%}
+      {% do lakerank_lib.publication_view(source) %}
+    {%- endfor -%}
+  {%- endif -%}
+  {#- Older publications go, but the last three: a reader may still be planning on one. -#}
+  {%- set specs = before.keys() | map('replace', 'commit_id=', '') | map('int') | sort | list -%}
+  {%- for old in specs[:-2] if old != commit_id -%}
+    {% call statement('unpublish_' ~ old) -%}
+      alter table {{ this }} drop if exists partition (commit_id = {{ old }})
+    {%- endcall %}
+    {% do adapter.lakerank_delete_path(before['commit_id=' ~ old]) %}
+  {%- endfor -%}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [this]}) }}
+{% endmaterialization %}
+
+
+{#- Declare the relations a publication model publishes (in its SQL). -#}
+{% macro declare_publication(relations) -%}
+  {%- do adapter.lakerank_memo_set('publish:' ~ invocation_id ~ ':' ~ this, relations) -%}
+{%- endmacro %}
+
+
+{#- Per published relation: its reader view's name, its commit, and for a merge_on_read
+    model the current base (directory, commit) and the one the reader view used so far. -#}
+{% macro publication_sources(published) -%}
+  {%- set out = [] -%}
+  {%- for relation in published -%}
+    {%- set info = adapter.lakerank_tables_info([relation, lakerank_lib.side_table(relation, 'base')]) -%}
+    {%- set props = info[relation.identifier]['properties'] -%}
+    {%- set reader = this.incorporate(path={'identifier': relation.identifier}, type='view') -%}
+    {%- set source = {'relation': relation, 'reader': reader, 'commit_id': props.get('lakerank.commit_id', '-1') | int} -%}
+    {%- if 'lakerank.base_commit' in props -%}
+      {%- set base = {'location': info[relation.identifier ~ '__base']['location'],
+                      'commit': props['lakerank.base_commit'] | int} -%}
+      {%- set before = adapter.lakerank_tables_info([reader])[reader.identifier]['properties'] -%}
+      {%- if adapter.lakerank_path_bytes([before.get('lakerank.base_location', base['location'])]) == 0 -%}
+        {%- set before = {} -%}  {#- gone with a --full-refresh: only the new base is left -#}
+      {%- endif -%}
+      {%- if 'lakerank.primary_key' not in props -%}
+        {{ exceptions.raise_compiler_error("publication " ~ this ~ ": " ~ relation ~ " records no primary key"
+             ~ " (built before publications existed); its next commit records it") }}
+      {%- endif -%}
+      {%- do source.update({'primary_key': props['lakerank.primary_key'].split(','), 'base': base, 'previous': {
+          'location': before.get('lakerank.base_location', base['location']),
+          'commit': before.get('lakerank.base_commit', base['commit']) | int}}) -%}
+    {%- endif -%}
+    {%- do out.append(source) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{%- endmacro %}
+
+
+{#- The reader view of one published relation (see the materialization's steps). -#}
+{% macro publication_view(source) -%}
+  {%- set p = '(select max(commit_id) from ' ~ this ~ ')' -%}
+  {%- set cols = adapter.get_columns_in_relation(source['relation']) | map(attribute='name') | list -%}
+  {%- if source.get('base') -%}
+    {%- set new, old = source['base'], source['previous'] -%}
+    {%- if new['location'] == old['location'] -%}
+      {%- set base = "parquet.`" ~ new['location'] ~ "`" -%}
+      {%- set since = new['commit'] -%}
+    {%- else -%}
+      {%- set base -%}
+        (select * from parquet.`{{ old['location'] }}` where {{ p }} < {{ new['commit'] }}
+         union all
+         select * from parquet.`{{ new['location'] }}` where {{ p }} >= {{ new['commit'] }})
+      {%- endset -%}
+      {%- set since = 'case when ' ~ p ~ ' >= ' ~ new['commit'] ~ ' then ' ~ new['commit'] ~ ' else ' ~ old['commit'] ~ ' end' -%}
+    {%- endif -%}
+    {% call statement('publish_' ~ source['relation'].identifier) -%}
+      create or replace view {{ source['reader'] }}
+      tblproperties ('lakerank.base_location' = '{{ new['location'] }}', 'lakerank.base_commit' = '{{ new['commit'] }}')
+      as
+      {{ lakerank_lib.merge_on_read_select(base,
+          'select * from ' ~ lakerank_lib.side_table(source['relation'], 'audit_log')
+          ~ ' where _commit_id > ' ~ since ~ ' and _commit_id <= ' ~ p,
+          cols, source['primary_key']) }}
+    {%- endcall %}
+  {%- else -%}
+    {%- if '_commit_id' not in cols -%}
+      {{ exceptions.raise_compiler_error("publication " ~ this ~ ": " ~ source['relation'] ~ " is neither a"
+           ~ " merge_on_read model nor has a _commit_id column: it cannot be read as of a commit") }}
+    {%- endif -%}
+    {% call statement('publish_' ~ source['relation'].identifier) -%}
+      create or replace view {{ source['reader'] }} as
+      select * from {{ source['relation'] }} where _commit_id <= {{ p }}
+    {%- endcall %}
+  {%- endif -%}
+{%- endmacro %}
