@@ -93,9 +93,18 @@ def test_pipeline_through_lakerank_serve_is_exact_and_readable_while_building(la
             report = json.loads(out.strip().splitlines()[-1])
             assert report["errors"] == [] and report["reads"] >= 3, report
         assert_all_exact(lakerank, oracle, "dense_rank")
-    # dbt show over Connect reads business times as landed
     shown = lakerank.dbt("show", "--inline", "select count(*) as n from lakerank.fct_contract_rank")
     assert int(shown.result.results[0].agate_table.rows[0]["n"]) == len(lakerank.table("fct_contract_rank"))
+    # This process built through the server and holds the home's connect build lock: a
+    # second build (another process) refuses at once, a reader (`dbt show`) does not.
+    env = {**os.environ, "LAKERANK_HOME": str(lakerank.home), "LAKERANK_TARGET": "connect"}
+    where = ["--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")]
+    dbt = [sys.executable, "-m", "dbt.cli.main"]
+    second = subprocess.run([*dbt, "run", *where], env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode != 0 and "another build is already running" in second.stdout, second.stdout[-2000:]
+    reader = subprocess.run([*dbt, "show", "--inline", "select 1 as one", *where], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert reader.returncode == 0, reader.stdout[-2000:]
 
 
 CONSISTENT_READER = textwrap.dedent("""\

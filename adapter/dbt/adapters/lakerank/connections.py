@@ -73,8 +73,8 @@ def resolve_home(configured: Optional[str] = None) -> str:
     return os.path.abspath(home)
 
 
-def lock_home(home: str, holder: str, busy_message: str) -> int:
-    """Take the home's exclusive lock (``build.lock``) and return its descriptor, with
+def lock_home(home: str, holder: str, busy_message: str, name: str = "build.lock") -> int:
+    """Take the home's exclusive lock (``name``) and return its descriptor, with
     ``holder`` written into it; refuse with ``busy_message`` (``{home}`` and ``{holder}``
     filled in) when another process holds it.
 
@@ -82,7 +82,7 @@ def lock_home(home: str, holder: str, busy_message: str) -> int:
     included), so a crashed build never leaves a stale lock behind.
     """
     os.makedirs(home, exist_ok=True)
-    fd = os.open(os.path.join(home, "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(os.path.join(home, name), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -313,10 +313,12 @@ class LakerankConnectionManager(SparkConnectionManager):
         if creds.method != SparkConnectionMethod.SESSION or connection.state == "open":
             return super().open(connection)
         if creds.engine == "connect":
-            from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session
+            from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session, lock_connect_builds
 
-            spark, _endpoint = connect_session(resolve_home(creds.lakerank_home), dict(creds.server_side_parameters))
+            home = resolve_home(creds.lakerank_home)
+            spark, _endpoint = connect_session(home, dict(creds.server_side_parameters))
             apply_connect_conf(spark, dict(creds.server_side_parameters))
+            lock_connect_builds(home)
             connection = super().open(connection)
             connection.handle = SessionConnectionWrapper(_SessionConnection(spark))
             return connection

@@ -128,6 +128,35 @@ def close_connect_sessions() -> None:
                 pass
 
 
+WRITING_COMMANDS = ("build", "run", "seed", "snapshot")
+
+
+def lock_connect_builds(home: str) -> None:
+    """One writer per home through a server: a `dbt build/run/seed/snapshot` on the connect
+    target takes ``<home>/connect-build.lock`` for the life of its process (the server holds
+    the home's ``build.lock``), so a second one refuses at once; readers (`dbt show`, `dbt
+    test`, other Connect clients) take nothing. Only where the home is on this machine."""
+    from dbt.flags import get_flags
+
+    from dbt.adapters.lakerank.connections import _LOCKS
+
+    key = home + "#connect"
+    if getattr(get_flags(), "WHICH", None) not in WRITING_COMMANDS or not os.path.isdir(home):
+        return
+    with _SESSION_LOCK:  # dbt's threads open their connections at once
+        if key not in _LOCKS:
+            _LOCKS[key] = _lock_connect(home)
+
+
+def _lock_connect(home: str) -> int:
+    from dbt.adapters.lakerank.connections import lock_home
+
+    return lock_home(
+        home, f"dbt pid {os.getpid()} through lakerank serve",
+        "lakerank: another build is already running on LAKERANK_HOME={home} through its server ({holder}). "
+        "Refusing to start; nothing was changed. Wait for it to finish.", name="connect-build.lock")
+
+
 def apply_connect_conf(spark, params: Dict[str, str]) -> None:
     """The profile's runtime SQL settings on a Connect session (static ones are the server's)."""
     wanted = {k: str(v) for k, v in {**params, **env_spark_conf()}.items() if k.startswith("spark.sql.")}
