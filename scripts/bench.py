@@ -218,22 +218,33 @@ def bytes_written_since(root: pathlib.Path, since: float) -> int:
 
 def bench_history(n: int, args) -> dict:
     home = pathlib.Path(args.work) / f"home_{n}"
-    shutil.rmtree(home, ignore_errors=True)
     landing = home / "landing" / "contracts"
     projects = args.projects
-    print(f"== history {n:,} contracts ({projects:,} projects) in {home}", flush=True)
-    t = time.time()
-    land_history(landing, n, projects, seed=n)
-    print(f"   generated in {time.time() - t:.0f}s", flush=True)
     build = ["build", "--exclude", "tag:example", "--quiet"]
-    load = run_dbt(build, home)
-    print(f"   history load: {load}", flush=True)
     maker = BatchMaker(n, projects, seed=n + 1)
+    done = 0
+    if args.reuse and (home / "metastore_db").is_dir():
+        # A home this script built before (--keep): its batches are replayed into the
+        # generator so the new ones continue the same stream; one unmeasured build first
+        # (the code may have changed since: a first build after an upgrade does more).
+        done = len(list(landing.glob("batch_*.jsonl")))
+        for _ in range(done):
+            maker.batch(args.batch_events)
+        print(f"== history {n:,} reused from {home} ({done} batches landed)", flush=True)
+        load = {"seconds": None, "peak_rss_mib": None, "statements": None, "reused": run_dbt(build, home)}
+    else:
+        shutil.rmtree(home, ignore_errors=True)
+        print(f"== history {n:,} contracts ({projects:,} projects) in {home}", flush=True)
+        t = time.time()
+        land_history(landing, n, projects, seed=n)
+        print(f"   generated in {time.time() - t:.0f}s", flush=True)
+        load = run_dbt(build, home)
+    print(f"   history load: {load}", flush=True)
     floor = run_dbt(["show", "--inline", "select 1", "--quiet"], home)
     empty = run_dbt(build, home)
     print(f"   floor {floor['seconds']}s, build with nothing landed {empty['seconds']}s", flush=True)
     batches = []
-    for b in range(args.batches):
+    for b in range(done, done + args.batches):
         land_batch(landing, b, maker.batch(args.batch_events))
         since = time.time()
         inc = run_dbt(build, home)
@@ -246,7 +257,7 @@ def bench_history(n: int, args) -> dict:
         row = {"batch": b, "incremental": inc, "naive": naive, "floor": again["seconds"]}
         print(f"   batch {b}: incremental {inc}, naive {naive}", flush=True)
         batches.append(row)
-    warm = bench_warm(home, maker, landing, args.batches, args) if args.warm else None
+    warm = bench_warm(home, maker, landing, done + args.batches, args) if args.warm else None
     exact = check_exact(home)
     print(f"   exactness vs DuckDB: {exact}", flush=True)
     if not args.keep:
@@ -340,6 +351,7 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="keep the homes")
     p.add_argument("--out", default="bench-results.json")
     p.add_argument("--warm", action="store_true", help="then as many batches through `lakerank serve` (E.5)")
+    p.add_argument("--reuse", action="store_true", help="reuse a kept home of --work (skip the history load)")
     args = p.parse_args()
     if args.quick:
         args.history, args.batches, args.batch_events = ["1e5"], 2, 2_000
