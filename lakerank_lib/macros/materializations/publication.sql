@@ -118,11 +118,19 @@
       {%- if adapter.lakerank_path_bytes([before.get('lakerank.base_location', base['location'])]) == 0 -%}
         {%- set before = {} -%}  {#- gone with a --full-refresh: only the new base is left -#}
       {%- endif -%}
-      {%- if 'lakerank.primary_key' not in props -%}
-        {{ exceptions.raise_compiler_error("publication " ~ this ~ ": " ~ relation ~ " records no primary key"
-             ~ " (built before publications existed); its next commit records it") }}
+      {%- set primary_key = props.get('lakerank.primary_key', '').split(',') | reject('equalto', '') | list -%}
+      {%- if not primary_key -%}  {#- a table last committed before it recorded its key -#}
+        {%- for node in graph.nodes.values() if node.resource_type == 'model'
+              and (node.alias or node.name) == relation.identifier and node.schema == relation.schema -%}
+          {%- set primary_key = node.config.get('primary_key') or [] -%}
+          {%- do source.update({'primary_key': primary_key}) -%}
+        {%- endfor -%}
+        {%- set primary_key = source.get('primary_key', []) -%}
       {%- endif -%}
-      {%- do source.update({'primary_key': props['lakerank.primary_key'].split(','), 'base': base, 'previous': {
+      {%- if not primary_key -%}
+        {{ exceptions.raise_compiler_error("publication " ~ this ~ ": no primary key known for " ~ relation) }}
+      {%- endif -%}
+      {%- do source.update({'primary_key': primary_key, 'base': base, 'previous': {
           'location': before.get('lakerank.base_location', base['location']),
           'commit': before.get('lakerank.base_commit', base['commit']) | int}}) -%}
     {%- endif -%}
