@@ -66,8 +66,8 @@ def pytest_sessionfinish(session, exitstatus):
 # below, whose tests are independent and long: each test is its own group, so the two
 # workers share them. Groups are handed out longest first (measured CI durations), so no
 # worker is left with a long file at the end.
-SPLIT_FILES = {"test_pipeline_exact.py"}
-LONGEST_FIRST = ["test_paimon_vectors.py", "test_reliability.py", "test_pipeline_exact.py",
+SPLIT_FILES = {"test_pipeline_exact.py", "test_connect_target.py"}
+LONGEST_FIRST = ["test_paimon_vectors.py", "test_reliability.py", "test_pipeline_exact.py", "test_connect_target.py",
                  "test_temporal_macros.py", "test_contract_ingest.py", "test_pk_table_crash.py",
                  "test_cluster_target.py", "test_examples.py", "test_pk_table_properties.py",
                  "test_rank_regressions.py"]
