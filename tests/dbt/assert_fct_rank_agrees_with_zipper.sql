@@ -4,6 +4,12 @@
     partitions this build rewrote. -#}
 {%- set fn = lakerank.rank_function() -%}
 
+{%- if lakerank.rank_scope_is_empty() %}
+
+select 'no slice rewritten' as nothing_to_check where false
+
+{%- else %}
+
 with
 
 scope as (
@@ -50,4 +56,5 @@ where
     or asc_rn <> positions_through - n_ties + 1
 {%- else %}
     or asc_rn > positions_through or asc_rn <= positions_through - n_ties
+{%- endif %}
 {%- endif %}
