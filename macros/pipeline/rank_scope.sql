@@ -125,6 +125,7 @@
     then have nothing to read, and say so without scanning the marts (7 s each at 1e7). -#}
 {% macro rank_scope_is_empty() -%}
   {%- if not execute -%}{{ return(false) }}{%- endif -%}
+  {%- if not adapter.lakerank_table_exists(ref('int_contract_rank_scope')) -%}{{ return(true) }}{%- endif -%}
   {{ return(lakerank_lib.query_values(
       "select count(*) from " ~ ref('int_contract_rank_scope'))[0] | int == 0) }}
 {%- endmacro %}

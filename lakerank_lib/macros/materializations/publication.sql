@@ -5,9 +5,11 @@
   `lakerank_lib.declare_publication([ref(...), ...])`; they must all stand at one commit
   (their watermarks, `lakerank.commit_id`). The model's schema (e.g. `+schema: read`) gets,
   per published relation, a view of the same name that reads it *as of the published commit*
-  P, and the model's own table holds P (one row: `commit_id`, `published_at`,
-  `invocation_id`, `tables`). Publishing commit N:
-    1. each reader view is (re)defined so that it returns the relation at P for P = the commit
+  P, and the model's own table holds P (a row per recent publication: `commit_id`,
+  `published_at`, `invocation_id`, `tables`, and `bases`, the base versions its views read).
+  Publishing commit N:
+    1. each reader view is redefined (`alter view ... as`: one metastore call; Spark's
+       `create or replace view` drops and recreates) so that it returns the relation at P for P = the commit
        published now *and* for P = N: a merge_on_read model is read as its base version (the
        parquet directory, not the base table, which a compaction re-points) plus the audit
        log's changes in (base commit, P], with both the previous and the current base written
@@ -39,7 +41,8 @@
   {%- set root = adapter.lakerank_schema_location(this.schema) ~ '/' ~ this.identifier -%}
   {%- if not adapter.lakerank_table_exists(this) -%}
     {% call statement('create_publication') -%}
-      create table {{ this }} (published_at timestamp, invocation_id string, tables string, commit_id bigint)
+      create table {{ this }} (published_at timestamp, invocation_id string, tables string, bases string,
+                               commit_id bigint)
       using parquet partitioned by (commit_id) location '{{ root }}'
     {%- endcall %}
   {%- endif -%}
@@ -56,6 +59,10 @@
          ~ "); a model of this build did not finish: nothing is published") }}
   {%- endif -%}
   {%- set commit_id = commit_id[0] -%}
+  {%- set bases = {} -%}
+  {%- for source in sources if source.get('base') -%}
+    {%- do bases.update({source['relation'].identifier: source['base']}) -%}
+  {%- endfor -%}
   {%- set attempt = lakerank_lib.commit_attempt(commit_id) -%}
   {%- set location = root ~ '/_v/p' ~ attempt -%}
   {%- set before = adapter.lakerank_partition_locations(this) -%}
@@ -70,7 +77,8 @@
       select
         current_timestamp() as published_at,
         '{{ invocation_id }}' as invocation_id,
-        '{{ published | map(attribute='identifier') | join(',') }}' as tables
+        '{{ published | map(attribute='identifier') | join(',') }}' as tables,
+        '{{ tojson(bases) }}' as bases
     {%- endcall %}
     {% call statement('publish') -%}
       alter table {{ this }} add if not exists partition (commit_id = {{ commit_id }}) location '{{ location }}'
@@ -106,6 +114,11 @@
     model the current base (directory, commit) and the one the reader view used so far. -#}
 {% macro publication_sources(published) -%}
   {%- set out = [] -%}
+  {#- the bases the published commit's views read, recorded with it -#}
+  {%- set has_bases = 'bases' in adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+  {%- set recorded = lakerank_lib.query_values("select bases from " ~ this
+        ~ " where commit_id = (select max(commit_id) from " ~ this ~ ")") if has_bases else [] -%}
+  {%- set published_bases = fromjson(recorded[0]) if recorded and recorded[0] not in ('', 'None') else {} -%}
   {%- for relation in published -%}
     {%- set info = adapter.lakerank_tables_info([relation, lakerank_lib.side_table(relation, 'base')]) -%}
     {%- set props = info[relation.identifier]['properties'] -%}
@@ -114,8 +127,8 @@
     {%- if 'lakerank.base_commit' in props -%}
       {%- set base = {'location': info[relation.identifier ~ '__base']['location'],
                       'commit': props['lakerank.base_commit'] | int} -%}
-      {%- set before = adapter.lakerank_tables_info([reader])[reader.identifier]['properties'] -%}
-      {%- if adapter.lakerank_path_bytes([before.get('lakerank.base_location', base['location'])]) == 0 -%}
+      {%- set before = published_bases.get(relation.identifier, {}) -%}
+      {%- if adapter.lakerank_path_bytes([before.get('location', base['location'])]) == 0 -%}
         {%- set before = {} -%}  {#- gone with a --full-refresh: only the new base is left -#}
       {%- endif -%}
       {%- set primary_key = props.get('lakerank.primary_key', '').split(',') | reject('equalto', '') | list -%}
@@ -131,8 +144,8 @@
         {{ exceptions.raise_compiler_error("publication " ~ this ~ ": no primary key known for " ~ relation) }}
       {%- endif -%}
       {%- do source.update({'primary_key': primary_key, 'base': base, 'previous': {
-          'location': before.get('lakerank.base_location', base['location']),
-          'commit': before.get('lakerank.base_commit', base['commit']) | int}}) -%}
+          'location': before.get('location', base['location']),
+          'commit': before.get('commit', base['commit']) | int}}) -%}
     {%- endif -%}
     {%- do out.append(source) -%}
   {%- endfor -%}
@@ -158,9 +171,7 @@
       {%- set since = 'case when ' ~ p ~ ' >= ' ~ new['commit'] ~ ' then ' ~ new['commit'] ~ ' else ' ~ old['commit'] ~ ' end' -%}
     {%- endif -%}
     {% call statement('publish_' ~ source['relation'].identifier) -%}
-      create or replace view {{ source['reader'] }}
-      tblproperties ('lakerank.base_location' = '{{ new['location'] }}', 'lakerank.base_commit' = '{{ new['commit'] }}')
-      as
+      {{ lakerank_lib.define_view(source['reader']) }}
       {{ lakerank_lib.merge_on_read_select(base,
           'select * from ' ~ lakerank_lib.side_table(source['relation'], 'audit_log')
           ~ ' where _commit_id > ' ~ since ~ ' and _commit_id <= ' ~ p,
@@ -172,8 +183,17 @@
            ~ " merge_on_read model nor has a _commit_id column: it cannot be read as of a commit") }}
     {%- endif -%}
     {% call statement('publish_' ~ source['relation'].identifier) -%}
-      create or replace view {{ source['reader'] }} as
+      {{ lakerank_lib.define_view(source['reader']) }}
       select * from {{ source['relation'] }} where _commit_id <= {{ p }}
     {%- endcall %}
   {%- endif -%}
+{%- endmacro %}
+
+
+{#- `create view` the first time, then `alter view ... as`: one metastore call that swaps the
+    definition (Spark's `create or replace view` drops the view, then creates it, and a reader
+    in between finds no view). -#}
+{% macro define_view(relation) -%}
+  {%- if adapter.lakerank_table_exists(relation) -%}alter view {{ relation }} as
+  {%- else -%}create view {{ relation }} as{%- endif -%}
 {%- endmacro %}
