@@ -115,9 +115,7 @@
 {#- Post-hook of int_contract_rank_scope: the commit window it was built for. -#}
 {% macro record_scope_window() -%}
   {%- set w = lakerank.contract_window() -%}
-  alter table {{ this }} set tblproperties (
-    'lakerank.window_from' = '{{ w['from'] }}',
-    '{{ lakerank_lib.commit_property() }}' = '{{ w['to'] }}')
+  {{ lakerank_lib.record_commit_sql(this, w['to'], properties={'lakerank.window_from': w['from']}) }}
 {%- endmacro %}
 
 

@@ -57,7 +57,7 @@ def served_home(lakerank, monkeypatch):
     assert serve.main([*args, "--background"]) == 0
     monkeypatch.setenv("LAKERANK_TARGET", "connect")
     state = serve.read_state(home)
-    spark, _endpoint = connect_session(home, {})
+    spark, _endpoint = connect_session(home)
     lakerank.spark = lambda: spark  # the checks read the marts over Connect too
     try:
         yield state

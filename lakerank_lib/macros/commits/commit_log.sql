@@ -17,11 +17,17 @@
 
 {% macro record_commit(relation, commit_id, fingerprint=none, kind='table', properties={}) -%}
   {% call statement('lakerank_record_commit') -%}
+    {{ lakerank_lib.record_commit_sql(relation, commit_id, fingerprint, kind, properties) }}
+  {%- endcall %}
+{%- endmacro %}
+
+
+{#- The statement record_commit runs (also usable as a post-hook). -#}
+{% macro record_commit_sql(relation, commit_id, fingerprint=none, kind='table', properties={}) -%}
     alter {{ kind }} {{ relation }} set tblproperties (
       '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}'
       {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %}
       {%- for key, value in properties.items() %}, '{{ key }}' = '{{ value }}'{% endfor %})
-  {%- endcall %}
 {%- endmacro %}
 
 

@@ -316,7 +316,7 @@ class LakerankConnectionManager(SparkConnectionManager):
             from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session, lock_connect_builds
 
             home = resolve_home(creds.lakerank_home)
-            spark, _endpoint = connect_session(home, dict(creds.server_side_parameters))
+            spark, _endpoint = connect_session(home)
             apply_connect_conf(spark, dict(creds.server_side_parameters))
             lock_connect_builds(home)
             connection = super().open(connection)

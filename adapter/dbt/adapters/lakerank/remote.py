@@ -102,18 +102,17 @@ def connect_endpoint(home: str) -> Dict[str, str]:
 _CONNECT: Dict[str, Any] = {}
 
 
-def connect_session(home: str, params: Dict[str, str]):
-    """This process's Spark Connect session for ``home``'s endpoint (one per URL), with the
-    profile's runtime settings applied."""
-    endpoint = connect_endpoint(home)
+def connect_session(home: str):
+    """This process's Spark Connect session and endpoint for ``home`` (resolved once per home
+    and ``LAKERANK_CONNECT_URL``: every driver-side call asks for them)."""
+    key = home + "|" + os.environ.get("LAKERANK_CONNECT_URL", "")
     with _SESSION_LOCK:
-        spark = _CONNECT.get(endpoint["url"])
-        if spark is None:
+        if key not in _CONNECT:
             from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-            spark = ConnectSession.builder.remote(endpoint["url"]).create()
-            _CONNECT[endpoint["url"]] = spark
-    return spark, endpoint
+            endpoint = connect_endpoint(home)
+            _CONNECT[key] = (ConnectSession.builder.remote(endpoint["url"]).create(), endpoint)
+        return _CONNECT[key]
 
 
 def close_connect_sessions() -> None:
@@ -121,7 +120,7 @@ def close_connect_sessions() -> None:
     retries the dead server when the process exits)."""
     with _SESSION_LOCK:
         while _CONNECT:
-            _url, spark = _CONNECT.popitem()
+            _key, (spark, _endpoint) = _CONNECT.popitem()
             try:
                 spark.stop()
             except Exception:  # already gone
@@ -172,7 +171,7 @@ def target_driver(creds):
     if getattr(creds, "engine", "embedded") != "connect":
         return None
     home = resolve_home(creds.lakerank_home)
-    spark, endpoint = connect_session(home, dict(creds.server_side_parameters))
+    spark, endpoint = connect_session(home)
     if not endpoint["driver"]:
         raise DbtRuntimeError(
             f"target connect: the Spark Connect endpoint {endpoint['url']} has no lakerank driver beside it "
