@@ -67,10 +67,10 @@ def pytest_sessionfinish(session, exitstatus):
 # workers share them. Groups are handed out longest first (measured CI durations), so no
 # worker is left with a long file at the end.
 SPLIT_FILES = {"test_pipeline_exact.py", "test_connect_target.py"}
-LONGEST_FIRST = ["test_paimon_vectors.py", "test_reliability.py", "test_pipeline_exact.py", "test_connect_target.py",
+LONGEST_FIRST = ["test_crash_soak.py", "test_paimon_vectors.py", "test_pipeline_exact.py", "test_connect_target.py",
                  "test_temporal_macros.py", "test_contract_ingest.py", "test_pk_table_crash.py",
                  "test_cluster_target.py", "test_examples.py", "test_pk_table_properties.py",
-                 "test_rank_regressions.py"]
+                 "test_rank_regressions.py", "test_reliability.py"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups

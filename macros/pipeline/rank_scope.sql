@@ -115,6 +115,7 @@
 {#- Post-hook of int_contract_rank_scope: the commit window it was built for. -#}
 {% macro record_scope_window() -%}
   {%- set w = lakerank.contract_window() -%}
+  {%- if execute -%}{% do lakerank_lib.fault_point('recording') %}{%- endif -%}
   {{ lakerank_lib.record_commit_sql(this, w['to'], properties={'lakerank.window_from': w['from']}) }}
 {%- endmacro %}
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
+from crash import DBT, dbt_subprocess
 from pk_project import PkProject
 
 MODEL = """\
@@ -111,3 +114,67 @@ def _assert_no_orphan_directories(pk: PkProject, model: str) -> None:
         loc = next(r["data_type"] for r in info if r["col_name"] == "Location").replace("file:", "")
         used.add(os.path.relpath(os.path.dirname(loc), os.path.join(location, "_v")))
     assert set(os.listdir(os.path.join(location, "_v"))) == used, model
+
+
+# Issue F.4 for each merge engine: a pk_table's dbt process and JVM killed (SIGKILL, the
+# whole process group) after each step of a commit, in real processes; the rerun with the
+# same input ends where an uninterrupted project fed the same inputs ends.
+ENGINE_OPTIONS = {
+    "e_dedup": "{'merge-engine': 'deduplicate', 'changelog-producer': 'lookup', 'bucket': '4'}",
+    "e_partial": "{'merge-engine': 'partial-update', 'changelog-producer': 'lookup', 'bucket': '2'}",
+    "e_agg": "{'merge-engine': 'aggregation', 'fields.v.aggregate-function': 'sum',"
+             " 'changelog-producer': 'lookup', 'bucket': '4'}",
+    "e_first": "{'merge-engine': 'first-row', 'changelog-producer': 'lookup', 'bucket': '2'}",
+}
+ENGINE_MODEL = """\
+{{{{ config(materialized='pk_table', primary_key=['k'], options={options}) }}}}
+select k, v from values {{{{ var('rows') }}}} as t(k, v, ord)
+"""
+THIRD = "(2, 2, 1), (6, 60, 2), (7, 7, 3)"
+# (model, step): every engine killed, every step hit, in one process each
+ENGINE_KILLS = [("e_dedup", "staged"), ("e_partial", "logged"), ("e_agg", "planned"),
+                ("e_first", "swapped"), ("e_dedup", "recorded")]
+
+
+def _engine_state(pk: PkProject) -> dict:
+    """Each engine table's rows, its audit log by commit, and its snapshot ids."""
+    return {m: {"rows": sorted((r["k"], r["v"]) for r in pk.rows(f"select k, v from lakerank.{m}")),
+                "log": sorted((r["_commit_id"], r["rowkind"], r["k"], r["v"]) for r in pk.query(
+                    f"select _commit_id, rowkind, k, v from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}")),
+                "snapshots": sorted(r["snapshot_id"] for r in pk.query(
+                    f"select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}"))}
+            for m in ENGINE_OPTIONS}
+
+
+@pytest.mark.skipif(DBT is None, reason="dbt CLI not on PATH")
+def test_killed_commits_of_every_merge_engine_end_as_uninterrupted(runner, tmp_path):
+    from dbt.adapters.lakerank.connections import stop_embedded_session
+
+    models = {m: ENGINE_MODEL.format(options=o) for m, o in ENGINE_OPTIONS.items()}
+    inputs = [FIRST, SECOND, THIRD]
+    reference = PkProject(runner, tmp_path / "reference", models)
+    for rows in inputs:
+        reference.invoke("run", vars_={"rows": rows})
+        # A commit killed after its record is durable: the retry with the same input is a
+        # commit of its own (applying it again), in the killed project as here.
+        recorded = [m for m, step in ENGINE_KILLS if step == "recorded"]
+        if rows == SECOND and recorded:
+            reference.invoke("run", "--select", *recorded, vars_={"rows": rows})
+    expected = _engine_state(reference)
+    stop_embedded_session()  # the killed processes open their own home's metastore
+
+    pk = PkProject(runner, tmp_path / "killed", models)
+    killed_runs = 0
+    for rows in inputs[:2]:
+        for model, step in ENGINE_KILLS if rows == SECOND else []:
+            killed, rc, out = dbt_subprocess(pk.home, "run", "--select", model, project=pk.project,
+                                             vars={"rows": rows, "lakerank_fault": f"kill:{step}"})
+            assert killed, f"{model} never reached {step} (rc {rc}):\n{out[-3000:]}"
+            killed_runs += 1
+        killed, rc, out = dbt_subprocess(pk.home, "run", project=pk.project, vars={"rows": rows})
+        assert rc == 0, out[-3000:]
+    pk.invoke("run", vars_={"rows": THIRD})  # in this process: the soaked home's recovery is done
+    assert killed_runs == len(ENGINE_KILLS)
+    assert _engine_state(pk) == expected
+    for m in ENGINE_OPTIONS:
+        _assert_no_orphan_directories(pk, m)

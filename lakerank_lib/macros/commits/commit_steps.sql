@@ -22,3 +22,11 @@
     {% call statement('drop_leftover_' ~ relation.identifier) -%} drop table if exists {{ relation }} {%- endcall %}
   {%- endif -%}
 {%- endmacro %}
+
+
+{#- Delete the directories under `<root>/_v` that no partition of `relation` references: a
+    killed attempt's (its rerun writes beside them, under its own attempt id). Commits on a
+    home are serialised by its build lock, so no live attempt is writing there. -#}
+{% macro sweep_dead_attempts(relation, root) -%}
+  {%- do adapter.lakerank_prune_versions(root ~ '/_v', adapter.lakerank_partition_locations(relation).values() | list) -%}
+{%- endmacro %}

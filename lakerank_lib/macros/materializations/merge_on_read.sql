@@ -134,13 +134,16 @@
   {%- set committed = adapter.lakerank_partition_exists(parts['audit'], '_commit_id', commit_id) -%}
   {%- if not committed -%}
     {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
-    {%- set location = adapter.lakerank_table_location(parts['audit']) ~ '/_v/c' ~ attempt -%}
+    {%- set root = adapter.lakerank_table_location(parts['audit']) -%}
+    {% do lakerank_lib.sweep_dead_attempts(parts['audit'], root) %}
+    {%- set location = root ~ '/_v/c' ~ attempt -%}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       {{ lakerank_lib.audit_diff(
           '(select * from ' ~ view_relation ~ ' as t where ' ~ predicate ~ ')',
           '(' ~ sql ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
+    {% do lakerank_lib.fault_point('written') %}
     {%- if not adapter.lakerank_add_partition(parts['audit'], '_commit_id', commit_id, location) -%}
       {% call statement('add_audit_partition') -%}
         alter table {{ parts['audit'] }} add if not exists partition (_commit_id = {{ commit_id }})
@@ -174,40 +177,56 @@
 
 
 {#- Write the view's rows as a new base version, point the base table at it, then the view
-    at the changes after `commit_id`. Older base versions are deleted but the two newest:
-    a publication (lakerank_lib's `publication` materialization) may still read the one this
-    replaces, or, after a compaction that was killed and run again, the one before. -#}
+    at the changes after `commit_id`. Every other base version is deleted but two: the one
+    this replaces and the one before it (`lakerank.previous_base` on the base table, set
+    before the base moves, so a compaction killed and run again still keeps it): a
+    publication (lakerank_lib's `publication` materialization) may still read them. -#}
 {% macro merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) -%}
   {%- set location = parts['root'] ~ '/_v/b' ~ attempt -%}
+  {%- set current = adapter.lakerank_table_location(parts['base']) -%}
+  {%- set previous = adapter.lakerank_get_property(parts['base'], 'lakerank.previous_base', '') -%}
   {% call statement('compact_base') -%}
     insert overwrite directory '{{ location }}' using parquet
     select * from {{ view_relation }} order by {{ parts['cluster_by'] | join(', ') }}
+  {%- endcall %}
+  {% call statement('remember_base') -%}
+    alter table {{ parts['base'] }} set tblproperties ('lakerank.previous_base' = '{{ current }}')
   {%- endcall %}
   {% call statement('point_base') -%}
     alter table {{ parts['base'] }} set location '{{ location }}'
   {%- endcall %}
   {% do lakerank_lib.fault_point('compacted') %}
   {% do lakerank_lib.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
-  {% do adapter.lakerank_prune_versions(parts['root'] ~ '/_v', location, spare=2) %}
+  {% do adapter.lakerank_prune_versions(parts['root'] ~ '/_v', [location, current, previous]) %}
 {%- endmacro %}
 
 
 {#- (Re)define the view: the base with each key's newest change after `base_commit` on top
-    (an after-image replaces the row, a delete removes it), and the model's watermark. -#}
+    (an after-image replaces the row, a delete removes it), and the model's watermark. An
+    existing view is redefined in place (`alter view ... as`, then its properties: Spark's
+    `create or replace view` drops the view first and a reader in between finds none). A
+    kill between the two leaves the old watermark: the rerun compacts again. -#}
 {% macro merge_on_read_replace_view(view_relation, parts, primary_key, base_commit, commit_id, fingerprint) -%}
   {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
-  {% call statement('replace_view') -%}
-    create or replace view {{ view_relation }}
+  {%- set exists = adapter.lakerank_table_exists(view_relation) -%}
+  {%- set properties -%}
     tblproperties (
       '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}',
       'lakerank.base_commit' = '{{ base_commit }}',
       'lakerank.primary_key' = '{{ primary_key | join(',') }}'
       {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
+  {%- endset -%}
+  {% call statement('replace_view') -%}
+    {{ 'alter view ' ~ view_relation if exists else 'create view ' ~ view_relation ~ ' ' ~ properties }}
     as
     {{ lakerank_lib.merge_on_read_select(
         parts['base'], 'select * from ' ~ parts['audit'] ~ ' where _commit_id > ' ~ base_commit,
         cols, primary_key) }}
   {%- endcall %}
+  {%- if exists -%}
+    {% do lakerank_lib.fault_point('viewed') %}
+    {% call statement('view_properties') -%} alter view {{ view_relation }} set {{ properties }} {%- endcall %}
+  {%- endif -%}
 {%- endmacro %}
 
 

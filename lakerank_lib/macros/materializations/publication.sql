@@ -70,8 +70,10 @@
     {%- for source in sources -%}
       {% do lakerank_lib.publication_view(source) %}
     {%- endfor -%}
+    {% do lakerank_lib.fault_point('viewed') %}
   {%- endif -%}
   {%- if ('commit_id=' ~ commit_id) not in before -%}
+    {% do lakerank_lib.sweep_dead_attempts(this, root) %}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       select
@@ -83,6 +85,7 @@
     {% call statement('publish') -%}
       alter table {{ this }} add if not exists partition (commit_id = {{ commit_id }}) location '{{ location }}'
     {%- endcall %}
+    {% do lakerank_lib.fault_point('published') %}
   {%- else -%}
     {% call statement('main') -%} select 'commit {{ commit_id }} is published' as status {%- endcall %}
   {%- endif -%}

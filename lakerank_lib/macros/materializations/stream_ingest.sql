@@ -16,6 +16,7 @@
 dbt = dbtObj(spark.table)
 lakerank_result = model(dbt, spark)
   {%- endcall %}
+  {% do lakerank_lib.fault_point('ingested') %}
   {%- set parts = adapter.lakerank_partition_locations(target_relation) -%}
   {%- set ids = [] -%}
   {%- for key in parts -%}{%- do ids.append(key.split('=')[1] | int) -%}{%- endfor -%}

@@ -25,11 +25,19 @@
 
 
 {#- Crash injection for tests: `--vars '{lakerank_fault: swapped}'` stops the run right
-    after that step (staged, logged, planned, swapped, recorded), leaving everything as a
-    killed process would. A mapping (`{lakerank_fault: {model_a: logged, model_b: swapped}}`)
-    stops each named model at its own step, so one run can crash several commits. -#}
+    after that step (an error), leaving the tables as a killed process would. A mapping
+    (`{lakerank_fault: {model_a: logged, model_b: swapped}}`) stops each named model at its own
+    step, so one run can crash several commits. `kill:<step>` instead SIGKILLs the dbt
+    process and its JVM there (a dbt process a test started in its own process group).
+    Steps: pk_table staged, logged, planned, swapped, recorded; merge_on_read written,
+    committed, viewed, compacted; stream_ingest ingested; publication viewed, published;
+    lakerank.record_scope_window() recording. -#}
 {% macro fault_point(name) -%}
-  {%- if lakerank_lib.model_fault() == name -%}
+  {%- set fault = lakerank_lib.model_fault() -%}
+  {%- if fault == 'kill:' ~ name -%}
+    {% do adapter.lakerank_test_kill(this ~ ' ' ~ name) %}
+  {%- endif -%}
+  {%- if fault == name -%}
     {{ exceptions.raise_compiler_error("lakerank_fault: stopped after step '" ~ name ~ "'") }}
   {%- endif -%}
 {%- endmacro %}

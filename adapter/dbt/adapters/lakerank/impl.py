@@ -63,6 +63,22 @@ class LakerankAdapter(StorageMixin, SwapMixin, SparkAdapter):
             return False
         return not os.path.isdir(metastore_path(self.lakerank_home()))
 
+    @available
+    def lakerank_test_kill(self, where: str) -> str:
+        """A test-only crash (``lakerank_fault: kill:<step>``): SIGKILL this dbt process's
+        process group, its JVM included, as an operator's ``kill -9`` of a build would. Only
+        under LAKERANK_TEST_HOOKS=1 and only in a process that leads its own group (the
+        crash tests start dbt with ``start_new_session``): a dbt run in-process in a test
+        runner is refused rather than killing the runner."""
+        import signal
+
+        from dbt_common.exceptions import CompilationError
+
+        if os.environ.get("LAKERANK_TEST_HOOKS") != "1" or os.getpgrp() != os.getpid():
+            raise CompilationError(f"lakerank_fault kill:{where}: only in a test's own dbt process group")
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+        return ""  # not reached
+
     # -- per-invocation memo shared by a model's SQL and its materialization ---------------
     _memo: Dict[str, Any] = {}
 

@@ -87,21 +87,23 @@ class StorageMixin(metaclass=AdapterMeta):
 
     @available
     @driver_side
-    def lakerank_prune_versions(self, root: str, keep: str, spare: int = 0) -> int:
-        """Delete every directory under ``root`` except ``keep`` and the ``spare`` newest
-        others (superseded or orphaned versions of a merge-on-read base); returns how many
-        were deleted."""
+    def lakerank_prune_versions(self, root: str, keep) -> int:
+        """Delete every directory under ``root`` except those in ``keep`` (locations): the
+        superseded versions of a merge-on-read base, or the directories of a killed attempt
+        that no partition references. Returns how many were deleted."""
         spark = self._session()
         if spark is None or not root:
             return 0
         path, fs = self._fs(root)
         if not fs.exists(path):
             return 0
-        keep_path = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(keep).toString()).rstrip("/")
-        others = sorted((s for s in fs.listStatus(path)
-                         if s.isDirectory() and str(s.getPath().toString()).rstrip("/") != keep_path),
-                        key=lambda s: s.getModificationTime(), reverse=True)
-        return sum(int(bool(fs.delete(s.getPath(), True))) for s in others[spare:])
+        hadoop_path = jvm_class(spark, "org.apache.hadoop.fs.Path")
+        kept = {str(fs.makeQualified(hadoop_path(k)).toString()).rstrip("/") for k in keep if k}
+        doomed = [s.getPath() for s in fs.listStatus(path)
+                  if s.isDirectory() and str(s.getPath().toString()).rstrip("/") not in kept]
+        for dead in doomed:
+            logger.debug(f"lakerank: deleting unreferenced directory {dead.toString()}")
+        return sum(int(bool(fs.delete(d, True))) for d in doomed)
 
     @available
     @driver_side
