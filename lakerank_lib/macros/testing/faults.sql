@@ -30,8 +30,8 @@
     step, so one run can crash several commits. `kill:<step>` instead SIGKILLs the dbt
     process and its JVM there (a dbt process a test started in its own process group).
     Steps: pk_table staged, logged, planned, swapped, recorded; merge_on_read written,
-    committed, viewed, compacted; stream_ingest ingested; publication viewed, published;
-    lakerank.record_scope_window() recording. -#}
+    committed, viewed, compacted; stream_ingest ingested; publication viewed, published
+    (and any a project's own macro declares with fault_point). -#}
 {% macro fault_point(name) -%}
   {%- set fault = lakerank_lib.model_fault() -%}
   {%- if fault == 'kill:' ~ name -%}
