@@ -82,8 +82,8 @@ def verify(home: pathlib.Path, rank_function: str) -> list[str]:
 
     import cdc
     from checks import assert_all_exact
+    from crash import assert_no_leftovers
     from lakerank_project import Lakerank
-    from python_udfs.jvm import jvm_class
 
     os.environ["DBT_TARGET_PATH"] = "target/soak-verify"
     lr = Lakerank(dbtRunner(), home)
@@ -95,28 +95,10 @@ def verify(home: pathlib.Path, rank_function: str) -> list[str]:
         assert_all_exact(lr, oracle, rank_function)
     except AssertionError as exc:
         problems.append(f"not exact: {str(exc)[:2000]}")
-    spark = lr.spark()
-    catalog = spark._jsparkSession.sharedState().externalCatalog()
-    found = catalog.listTables("lakerank").iterator()
-    tables = []
-    while found.hasNext():
-        tables.append(str(found.next()))
-    problems += [f"stage table left: {t}" for t in tables if "__stage" in t]
-    for name in tables:
-        table = catalog.getTable("lakerank", name)
-        if table.tableType().name() == "VIEW":
-            continue
-        root = str(table.location()).removeprefix("file:")
-        versions = pathlib.Path(root) / "_v"
-        if not versions.is_dir() or not table.partitionColumnNames().nonEmpty():
-            continue
-        used = set()
-        it = catalog.listPartitions("lakerank", name, jvm_class(spark, "scala.Option").empty()).iterator()
-        while it.hasNext():
-            used.add(str(it.next().location()).removeprefix("file:").rstrip("/"))
-        for stage in versions.iterdir():
-            if not any(u == str(stage) or u.startswith(str(stage) + "/") for u in used):
-                problems.append(f"orphan stage directory: {stage}")
+    try:
+        assert_no_leftovers(lr.spark())
+    except AssertionError as exc:
+        problems.append(f"left behind: {exc}")
     return problems
 
 

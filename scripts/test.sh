@@ -4,6 +4,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/lint.sh || exit 1
+# The JVM's class-data-sharing archive (adapter/dbt/adapters/lakerank/jvm_archive.py): built
+# once per machine (~30 s), it halves every cold dbt process's JVM start-up, and the crash
+# tests start dozens of them.
+python3 -m dbt.adapters.lakerank.jvm_archive || exit 1
 # Two workers, one test group each at a time (a group is a file, whose tests share fixtures
 # and homes, or one long independent test: tests/conftest.py): each worker has its own
 # JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores.

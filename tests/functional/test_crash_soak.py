@@ -29,7 +29,7 @@ RANK_FUNCTION = "dense_rank"
 MERGE_ON_READ = ("int_contract_segment_rank", "dim_project_rank_version", "fct_contract_rank")
 # Batch 1: every step of an incremental commit, in the order a build reaches them (the
 # segment ranks read the ingest, not the accumulation); batch 2 compacts every commit
-# (compact_commits 1): the compaction's steps; batch 3: random moments only.
+# (compact_commits 1): the compaction's steps. Then, in each batch, kills at random moments.
 STEP_KILLS = [
     [("stg_contract_changelog", "ingested"),
      ("int_contract_segment_rank", "written"), ("int_contract_segment_rank", "committed"),
@@ -38,12 +38,13 @@ STEP_KILLS = [
      *[(m, s) for m in MERGE_ON_READ[1:] for s in ("written", "committed")],
      ("published_commit", "viewed"), ("published_commit", "published")],
     [*[(m, s) for m in MERGE_ON_READ for s in ("compacted", "viewed")]],
-    [],
 ]
 RANDOM_MODELS = ["stg_contract_changelog", "int_project_rank_accumulation", "int_contract_rank_scope",
                  *MERGE_ON_READ, "published_commit"]
-RANDOM_KILLS = [3, 3, 3]  # per batch; the last tops the kills up to MIN_KILLS
-MIN_KILLS = 30
+RANDOM_KILLS = 2  # per batch, more if one finishes first
+# With the five pk_table kills of test_pk_table_crash.py, 30 kills per CI run (issue F.4),
+# within the CI's 20 minutes (docs/design.md, "Crash soak").
+MIN_KILLS = 25
 
 
 def soak_check(home, files, settings, tmp_path) -> None:
@@ -61,7 +62,7 @@ def soak_check(home, files, settings, tmp_path) -> None:
 @pytest.mark.skipif(DBT is None, reason="dbt CLI not on PATH")
 def test_kills_at_every_commit_step_and_at_random_then_rerun_is_exact(runner, tmp_path):
     rng = random.Random(31)
-    batches = cdc.generate_batches(seed=41, n_batches=4, events_per_batch=60, n_projects=6)
+    batches = cdc.generate_batches(seed=41, n_batches=3, events_per_batch=60, n_projects=6)
     lr = Lakerank(runner, tmp_path / "home")
     files = []
 
@@ -89,7 +90,7 @@ def test_kills_at_every_commit_step_and_at_random_then_rerun_is_exact(runner, tm
     stop_embedded_session()  # this process's JVM stays off the soaked home
 
     kills, log = 0, []
-    for b, (step_kills, random_kills) in enumerate(zip(STEP_KILLS, RANDOM_KILLS)):
+    for b, step_kills in enumerate(STEP_KILLS):
         land(batches[b + 1])
         settings = {"compact_commits": 1 if b == 1 else 10}
         for model, step in step_kills:
@@ -97,9 +98,9 @@ def test_kills_at_every_commit_step_and_at_random_then_rerun_is_exact(runner, tm
             assert killed, f"{model} never reached step {step} (rc {rc}):\n{out[-3000:]}"
             kills += 1
             log.append(f"{model}:{step}")
-        last = b == len(STEP_KILLS) - 1
-        for attempt in range(random_kills + (6 if last else 0)):
-            if attempt >= random_kills and kills >= MIN_KILLS:
+        wanted = kills + RANDOM_KILLS if b < len(STEP_KILLS) - 1 else MIN_KILLS
+        for _ in range(RANDOM_KILLS + 4):
+            if kills >= wanted:
                 break
             model = rng.choice(RANDOM_MODELS)
             delay = rng.uniform(0.0, 2.5)

@@ -16,6 +16,7 @@ from test_rank_regressions import CONTRACT_OFFSET, plant_wrong_rank, scenario_ba
 
 import cdc
 from checks import assert_all_exact
+from crash import assert_no_leftovers
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 import bench  # noqa: E402  (scripts/bench.py: the benchmark's stream generator)
@@ -64,6 +65,18 @@ def test_incremental_builds_match_oracle(lakerank, rank_function):
             # table covers batch 2 only, so the fact table expands the scope for batches 1-2.
             lakerank.dbt("run", "--exclude", "fct_contract_rank+", vars=settings)
             continue
+        if rank_function == "rank" and i == 2:
+            # A full disk (injected, issue F.5) in a merge-on-read commit's audit write, then
+            # in a compaction's base write: the model fails with the disk's message, readers
+            # see the last commit, and the build below repairs it (exact, nothing left behind).
+            before = lakerank.table("fct_contract_rank").sort_values("contract_id", ignore_index=True)
+            for model, fault in [("int_contract_segment_rank", "write:/_v/c"), ("fct_contract_rank", "write:/_v/b")]:
+                result = lakerank.dbt("run", vars={**settings, "lakerank_fault": {model: fault}}, expect_success=False)
+                failed = {r.node.name: str(r.message) for r in result.result if str(r.status) == "error"}
+                assert list(failed) == [model] and "No space left" in failed[model], failed
+                if model == "int_contract_segment_rank":  # its downstream did not run
+                    after = lakerank.table("fct_contract_rank").sort_values("contract_id", ignore_index=True)
+                    assert after.equals(before)
         # A build with its data tests: correct data never fails them (issue F.2).
         # `rank` compacts the merge-on-read tables every 2 commits, the others never here.
         result = lakerank.dbt("build", vars=settings)
@@ -77,6 +90,7 @@ def test_incremental_builds_match_oracle(lakerank, rank_function):
                         if r.node.name in ("dim_project_rank_version", "fct_contract_rank")}
             reads_scope_table = {name: "int_contract_rank_scope" in sql for name, sql in compiled.items()}
             assert reads_scope_table == {"dim_project_rank_version": True, "fct_contract_rank": i != 2}
+    assert_no_leftovers(lakerank.spark())
     # Both merge-on-read paths ran: `rank` folded its changes into a new base (commit 2 of
     # 0..3) and then committed over it; the others kept the first build's base throughout.
     for table in ("int_contract_segment_rank", "dim_project_rank_version", "fct_contract_rank"):

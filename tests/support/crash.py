@@ -67,7 +67,7 @@ def dbt_subprocess(home, *args: str, vars: dict | None = None, kill_after_marker
 
 
 def assert_no_leftovers(spark, schemas: Iterable[str] = ("lakerank", "lakerank_read")) -> None:
-    """After a completed build: every directory under a table's `_v/` is one the table reads
+    """After a completed build: no staging table; every directory under a table's `_v/` is one the table reads
     (its location, a partition's, or for a merge-on-read base the versions a publication may
     read: `lakerank.previous_base` and at most one older), and no table holds a `_commit_id`
     or `snapshot_id` partition beyond its model's watermark (a pk_table's last recorded
@@ -79,6 +79,7 @@ def assert_no_leftovers(spark, schemas: Iterable[str] = ("lakerank", "lakerank_r
         if not catalog.databaseExists(schema):
             continue
         for name in list(_seq(catalog.listTables(schema))):
+            assert "__stage" not in name, f"{schema}.{name}: a staging table left behind"
             table = catalog.getTable(schema, name)
             if table.tableType().name() == "VIEW":
                 continue

@@ -143,6 +143,7 @@
           '(select * from ' ~ view_relation ~ ' as t where ' ~ predicate ~ ')',
           '(' ~ sql ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
+    {% do adapter.lakerank_write_fault(location, lakerank_lib.write_fault()) %}
     {% do lakerank_lib.fault_point('written') %}
     {%- if not adapter.lakerank_add_partition(parts['audit'], '_commit_id', commit_id, location) -%}
       {% call statement('add_audit_partition') -%}
@@ -189,6 +190,7 @@
     insert overwrite directory '{{ location }}' using parquet
     select * from {{ view_relation }} order by {{ parts['cluster_by'] | join(', ') }}
   {%- endcall %}
+  {% do adapter.lakerank_write_fault(location, lakerank_lib.write_fault()) %}
   {% call statement('remember_base') -%}
     alter table {{ parts['base'] }} set tblproperties ('lakerank.previous_base' = '{{ current }}')
   {%- endcall %}

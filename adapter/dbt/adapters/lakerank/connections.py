@@ -202,9 +202,11 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
     acquire_build_lock(home)
     if active is None:
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+        from dbt.adapters.lakerank.jvm_archive import archive_flag  # AppCDS: half the JVM's start-up
+
         os.environ.setdefault(
             "PYSPARK_SUBMIT_ARGS",
-            f'--driver-java-options "{JVM_FLAGS} -Dderby.system.home={home}" pyspark-shell',
+            f'--driver-java-options "{JVM_FLAGS} {archive_flag()} -Dderby.system.home={home}" pyspark-shell',
         )
         builder = SparkSession.builder.enableHiveSupport()
         for key, value in {**params, **env_spark_conf(), **home_spark_conf(home)}.items():

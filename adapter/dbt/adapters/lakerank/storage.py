@@ -260,6 +260,14 @@ class StorageMixin(metaclass=AdapterMeta):
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.parquet(location)
+        return self.lakerank_write_fault(location, fault)
+
+    @available
+    @driver_side
+    def lakerank_write_fault(self, location: str, fault: str = "") -> str:
+        """Test hook (``lakerank_fault: "write:<part>"``) after a write to ``location``: when
+        ``location`` contains ``<part>``, fail as a full disk would, after leaving a torn
+        parquet file there. Otherwise nothing."""
         if fault.startswith("write:") and fault.split(":", 1)[1] in location:
             self._tear_a_file(location)
             raise DbtRuntimeError(
