@@ -144,17 +144,17 @@ def _mart_summary(spark) -> list:
 
 
 def test_readers_see_every_mart_at_one_published_commit_through_crashes(lakerank, served_home, tmp_path):
-    batches = cdc.generate_batches(seed=43, n_batches=4, events_per_batch=50, n_projects=5)
+    batches = cdc.generate_batches(seed=43, n_batches=3, events_per_batch=50, n_projects=5)
     oracle = cdc.Oracle()
     spark = lakerank.spark()
     # Each batch's first build crashes at the named step (None: no crash); the rerun finishes it.
-    crashes = [None, {"fct_contract_rank": "committed"}, {"int_project_rank_accumulation": "swapped"},
-               {"dim_project_rank_version": "compacted"}]
+    # (Kills at every step of every model, without readers: test_crash_soak.py.)
+    crashes = [None, {"fct_contract_rank": "committed"}, {"dim_project_rank_version": "compacted"}]
     expected, reader, stop = {}, None, tmp_path / "stop-reader"
     for i, (generated, crash) in enumerate(zip(batches, crashes)):
         path = lakerank.land(generated)
         oracle.consume(os.path.basename(path), generated)
-        settings = {"compact_commits": 1 if i == 3 else 10}  # batch 3 compacts every table
+        settings = {"compact_commits": 1 if i == 2 else 10}  # batch 2 compacts every table
         if crash:
             failed = lakerank.dbt("build", vars={**settings, "lakerank_fault": crash}, expect_success=False)
             assert not failed.success

@@ -403,6 +403,24 @@ def test_replay_of_an_uncommitted_batch_is_identical(stream):
     assert stream.run() == first
     assert stream.snapshot() == done
 
+    # A full disk (injected, issue F.5) while a replay writes commit 1: the run fails with the
+    # disk's message and the tables still read the commit as it was; the next run replays it
+    # again, and each table keeps one directory of the commit (a replay deletes the attempts
+    # it replaced, the failed one's torn file included).
+    crash_before_commit(1)
+    os.environ["LAKERANK_INGEST_WRITE_FAULT"] = "_commit_id=1/"
+    try:
+        with pytest.raises(Exception, match="No space left on device"):
+            stream.run()
+    finally:
+        del os.environ["LAKERANK_INGEST_WRITE_FAULT"]
+    assert stream.snapshot() == done
+    assert stream.run() == first
+    assert stream.snapshot() == done
+    for table in (stream.changelog, stream.quarantine, stream.ingest_log):
+        location = stream.spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()[1]
+        assert len(os.listdir(os.path.join(location.replace("file:", ""), "_commit_id=1"))) == 1, table
+
     assert stream.run().startswith("no new commits")
     assert stream.snapshot() == done
     assert_reconciles(done[2])

@@ -39,8 +39,9 @@ STEP_KILLS = [
      ("published_commit", "viewed"), ("published_commit", "published")],
     [*[(m, s) for m in MERGE_ON_READ for s in ("compacted", "viewed")]],
 ]
+# (Not the publication, the last and shortest model: a delay after its start often outlasts it.)
 RANDOM_MODELS = ["stg_contract_changelog", "int_project_rank_accumulation", "int_contract_rank_scope",
-                 *MERGE_ON_READ, "published_commit"]
+                 *MERGE_ON_READ]
 RANDOM_KILLS = 2  # per batch, more if one finishes first
 # With the five pk_table kills of test_pk_table_crash.py, 30 kills per CI run (issue F.4),
 # within the CI's 20 minutes (docs/design.md, "Crash soak").
@@ -94,7 +95,7 @@ def test_kills_at_every_commit_step_and_at_random_then_rerun_is_exact(runner, tm
         land(batches[b + 1])
         settings = {"compact_commits": 1 if b == 1 else 10}
         for model, step in step_kills:
-            killed, rc, out = dbt_subprocess(lr.home, vars={**settings, "lakerank_fault": {model: f"kill:{step}"}})
+            killed, rc, out = dbt_subprocess(lr.home, vars=settings, fault={model: f"kill:{step}"})
             assert killed, f"{model} never reached step {step} (rc {rc}):\n{out[-3000:]}"
             kills += 1
             log.append(f"{model}:{step}")

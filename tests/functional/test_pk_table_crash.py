@@ -137,12 +137,16 @@ ENGINE_KILLS = [("e_dedup", "staged"), ("e_partial", "logged"), ("e_agg", "plann
 
 
 def _engine_state(pk: PkProject) -> dict:
-    """Each engine table's rows, its audit log by commit, and its snapshot ids."""
-    return {m: {"rows": sorted((r["k"], r["v"]) for r in pk.rows(f"select k, v from lakerank.{m}")),
-                "log": sorted((r["_commit_id"], r["rowkind"], r["k"], r["v"]) for r in pk.query(
-                    f"select _commit_id, rowkind, k, v from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}")),
-                "snapshots": sorted(r["snapshot_id"] for r in pk.query(
-                    f"select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}"))}
+    """Each engine table's rows, its audit log by commit, and its snapshot ids (one query each)."""
+    def union(select: str):
+        return pk.query(" union all ".join(f"select '{m}' as m, * from ({select.format(m=m)})" for m in ENGINE_OPTIONS))
+
+    rows = union("select k, v from {{{{ ref('{m}') }}}}")
+    log = union("select _commit_id, rowkind, k, v from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}")
+    snaps = union("select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}")
+    return {m: {"rows": sorted((r["k"], r["v"]) for r in rows if r["m"] == m),
+                "log": sorted((r["_commit_id"], r["rowkind"], r["k"], r["v"]) for r in log if r["m"] == m),
+                "snapshots": sorted(r["snapshot_id"] for r in snaps if r["m"] == m)}
             for m in ENGINE_OPTIONS}
 
 
@@ -169,7 +173,7 @@ def test_killed_commits_of_every_merge_engine_end_as_uninterrupted(runner, tmp_p
     assert rc == 0, out[-3000:]
     for model, step in ENGINE_KILLS:
         killed, rc, out = dbt_subprocess(pk.home, "run", "--select", model, project=pk.project,
-                                         vars={"rows": SECOND, "lakerank_fault": f"kill:{step}"})
+                                         vars={"rows": SECOND}, fault=f"kill:{step}")
         assert killed, f"{model} never reached {step} (rc {rc}):\n{out[-3000:]}"
         killed_runs += 1
     # The retry and the next input in this process (the last kill is behind it).

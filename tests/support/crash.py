@@ -20,13 +20,15 @@ from python_udfs.jvm import jvm_class
 DBT = shutil.which("dbt")
 
 
-def dbt_subprocess(home, *args: str, vars: dict | None = None, kill_after_marker: str | None = None,
+def dbt_subprocess(home, *args: str, vars: dict | None = None, fault=None, kill_after_marker: str | None = None,
                    delay: float = 0.0, project=ROOT, timeout: float = 600):
     """Run `dbt <args>` (default `run` of the pipeline) on `home` in its own process group;
     optionally SIGKILL the group `delay` seconds after a line containing `kill_after_marker`.
-    Returns (killed, returncode, output): killed is true when the group died of SIGKILL,
-    by this helper or by a `kill:<step>` fault."""
-    env = {**os.environ, "LAKERANK_HOME": str(home), "LAKERANK_TEST_HOOKS": "1"}
+    `fault` is the `lakerank_fault` value, passed as LAKERANK_FAULT (a var would make each
+    run re-parse the project). Returns (killed, returncode, output): killed is true when the
+    group died of SIGKILL, by this helper or by a `kill:<step>` fault."""
+    env = {**os.environ, "LAKERANK_HOME": str(home), "LAKERANK_TEST_HOOKS": "1",
+           "LAKERANK_FAULT": (fault if isinstance(fault, str) else json.dumps(fault)) if fault else ""}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     env.pop("LAKERANK_JVM_FLAGS", None)  # a scheduled build's JVM, as in production
     # Its own dbt target folder: two dbt processes must not write one manifest / partial-parse file.
@@ -101,10 +103,34 @@ def assert_no_leftovers(spark, schemas: Iterable[str] = ("lakerank", "lakerank_r
                           and not any(_under(u, str(s.getPath())) for u in used if u)]
                 allowed = 1 if name.endswith("__base") else 0  # the base before previous_base
                 assert len(unused) <= allowed, f"{schema}.{name}: directories no one reads: {unused}"
+            unused = _unused_partition_dirs(fs, hadoop_path(location), [u for u in used[1:] if u])
+            assert not unused, f"{schema}.{name}: partition directories no one reads: {unused}"
             watermark = _watermark(catalog, schema, name.split("__")[0])  # its model's
             commits = [int(spec.split("=")[1]) for spec in parts if spec.split("=")[0] in ("_commit_id", "snapshot_id")]
             if watermark is not None and commits:
                 assert max(commits) <= watermark, f"{schema}.{name}: commit {max(commits)} beyond {watermark}"
+
+
+def _unused_partition_dirs(fs, root, used) -> list:
+    """Hive-style directories (`col=value`) under `root` that no partition location is or lies
+    in, and, where the partitions point one level deeper (`_commit_id=N/<attempt>`, the
+    ingest's layout), the attempts beside the one in use."""
+    out = []
+    if not fs.exists(root):
+        return out
+    for child in fs.listStatus(root):
+        path = str(child.getPath())
+        if not child.isDirectory() or "=" not in child.getPath().getName():
+            continue
+        inside = [u for u in used if _under(u, path)]
+        if not inside:
+            out.append(path)
+            continue
+        deeper = [u for u in inside if not _under(path, u)]
+        if deeper:
+            out += [str(g.getPath()) for g in fs.listStatus(child.getPath()) if g.isDirectory()
+                    and not any(_under(u, str(g.getPath())) for u in deeper)]
+    return out
 
 
 def _seq(scala_seq):

@@ -14,7 +14,10 @@
 
 {#- This model's `lakerank_fault` value (a plain value applies to every model). -#}
 {% macro model_fault() -%}
-  {%- set fault = var('lakerank_fault', '') -%}
+  {#- the var, or the environment's LAKERANK_FAULT (JSON or a plain value): a crash test's
+      processes then keep dbt's partial parse (a changed var re-parses the project) -#}
+  {%- set fault = var('lakerank_fault', '') or env_var('LAKERANK_FAULT', '') -%}
+  {%- if fault is string and fault.startswith('{') -%}{%- set fault = fromjson(fault) -%}{%- endif -%}
   {%- if fault and env_var('LAKERANK_TEST_HOOKS', '') != '1' -%}
     {{ exceptions.raise_compiler_error("var lakerank_fault is a hook of lakerank's own tests (it stops or breaks"
          ~ " commits on purpose) and needs LAKERANK_TEST_HOOKS=1 in the environment; drop the var") }}
