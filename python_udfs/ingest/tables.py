@@ -15,8 +15,10 @@ import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
+from python_udfs.faults import inject_full_disk
 from python_udfs.ingest.landed_lines import line_stream
 from python_udfs.jvm import (
+    delete_dirs_except,
     external_catalog,
     jvm_class,
     point_partition,
@@ -93,29 +95,11 @@ def publish_partition(spark, table: str, location: str, commit_id: int, df) -> s
     replaced)."""
     target = f"{location}/_commit_id={commit_id}/{uuid.uuid4().hex}"
     df.write.mode("errorifexists").parquet(target)
-    _injected_write_fault(target)
+    if os.environ.get("LAKERANK_TEST_HOOKS") == "1":  # test hook: a full disk in this write
+        inject_full_disk(target, os.environ.get("LAKERANK_INGEST_WRITE_FAULT", ""), "LAKERANK_INGEST_WRITE_FAULT")
     point_partition(spark, *split_table_name(spark, table), f"_commit_id={commit_id}", target)
-    path = jvm_class(spark, "org.apache.hadoop.fs.Path")(target)
-    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-    kept = str(fs.makeQualified(path).toString()).rstrip("/")
-    for status in fs.listStatus(path.getParent()):
-        if str(status.getPath().toString()).rstrip("/") != kept:
-            fs.delete(status.getPath(), True)
+    delete_dirs_except(spark, f"{location}/_commit_id={commit_id}", [target])
     return target
-
-
-def _injected_write_fault(target: str) -> None:
-    """Test hook (LAKERANK_TEST_HOOKS=1 and LAKERANK_INGEST_WRITE_FAULT=<part>): a write into
-    a location containing <part> fails as a full disk would, after leaving a torn file."""
-    part = os.environ.get("LAKERANK_INGEST_WRITE_FAULT", "")
-    if not part or os.environ.get("LAKERANK_TEST_HOOKS") != "1" or part not in target or not is_local(target):
-        return
-    root = local_path(target)
-    files = sorted(os.path.join(root, f) for f in os.listdir(root) if f.endswith(".parquet"))
-    if files:
-        with open(files[0], "r+b") as f:
-            f.truncate(os.path.getsize(files[0]) // 2)
-    raise OSError(28, f"No space left on device: writing {target} (injected by LAKERANK_INGEST_WRITE_FAULT)")
 
 
 # --------------------------------------------------------------------------

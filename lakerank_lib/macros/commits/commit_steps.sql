@@ -30,3 +30,15 @@
 {% macro sweep_dead_attempts(relation, root) -%}
   {%- do adapter.lakerank_prune_versions(root ~ '/_v', adapter.lakerank_partition_locations(relation).values() | list) -%}
 {%- endmacro %}
+
+
+{#- A view's header: `create view <relation> <properties> as` the first time, then `alter view
+    <relation> as`, one metastore call that swaps the definition (Spark's `create or replace
+    view` drops the view, then creates it, and a reader in between finds no view; an
+    existing view's properties need their own `alter view ... set`). `exists`: whether the
+    view exists, when the caller already knows. -#}
+{% macro define_view(relation, properties='', exists=none) -%}
+  {%- set exists = adapter.lakerank_table_exists(relation) if exists is none else exists -%}
+  {%- if exists -%}alter view {{ relation }} as
+  {%- else -%}create view {{ relation }} {{ properties }} as{%- endif -%}
+{%- endmacro %}

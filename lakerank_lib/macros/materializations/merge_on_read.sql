@@ -219,8 +219,7 @@
       {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %})
   {%- endset -%}
   {% call statement('replace_view') -%}
-    {{ 'alter view ' ~ view_relation if exists else 'create view ' ~ view_relation ~ ' ' ~ properties }}
-    as
+    {{ lakerank_lib.define_view(view_relation, properties, exists) }}
     {{ lakerank_lib.merge_on_read_select(
         parts['base'], 'select * from ' ~ parts['audit'] ~ ' where _commit_id > ' ~ base_commit,
         cols, primary_key) }}

@@ -191,12 +191,3 @@
     {%- endcall %}
   {%- endif -%}
 {%- endmacro %}
-
-
-{#- `create view` the first time, then `alter view ... as`: one metastore call that swaps the
-    definition (Spark's `create or replace view` drops the view, then creates it, and a reader
-    in between finds no view). -#}
-{% macro define_view(relation) -%}
-  {%- if adapter.lakerank_table_exists(relation) -%}alter view {{ relation }} as
-  {%- else -%}create view {{ relation }} as{%- endif -%}
-{%- endmacro %}

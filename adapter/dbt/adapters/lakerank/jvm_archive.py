@@ -5,9 +5,10 @@ classes: measured on the 2-core box, JVM + SparkSession + Derby metastore + firs
 6.5-7.2 s, and 3.1-3.2 s with a dynamic CDS archive of the classes a session loads (the
 JVM maps them, already parsed and verified, instead of reading ~10,000 classes from jars).
 
-    python3 -m dbt.adapters.lakerank.jvm_archive      # build it (about 15 s, once per machine)
+    python3 -m dbt.adapters.lakerank.jvm_archive      # build it (about 30 s, once per machine)
 
-`scripts/test.sh` and `scripts/demo.py` build it first. A session uses it when it exists
+`scripts/test.sh` builds it first (the demo does not: one process, one JVM start, it would
+cost more than it saves). A session uses it when it exists
 (`-XX:SharedArchiveFile`); the archive is named after the Java binary and the pyspark
 version, so another JVM or another Spark gets its own. If the JVM rejects it (another class
 path, e.g. extra jars), the JVM runs without it (`-Xshare:auto`) and prints a warning.

@@ -4,7 +4,6 @@ Embedded/cluster session only; over thrift they fall back to SQL or do nothing."
 
 from __future__ import annotations
 
-import os
 from typing import Any, Dict
 
 from dbt.adapters.base import available
@@ -13,7 +12,8 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.connections import home_session, logger
 from dbt.adapters.lakerank.remote import driver_side, target_driver
-from python_udfs.jvm import jvm_class, new_partition, scala_seq
+from python_udfs.faults import inject_full_disk
+from python_udfs.jvm import delete_dirs_except, jvm_class, new_partition, scala_seq
 
 
 class StorageMixin(metaclass=AdapterMeta):
@@ -94,16 +94,7 @@ class StorageMixin(metaclass=AdapterMeta):
         spark = self._session()
         if spark is None or not root:
             return 0
-        path, fs = self._fs(root)
-        if not fs.exists(path):
-            return 0
-        hadoop_path = jvm_class(spark, "org.apache.hadoop.fs.Path")
-        kept = {str(fs.makeQualified(hadoop_path(k)).toString()).rstrip("/") for k in keep if k}
-        doomed = [s.getPath() for s in fs.listStatus(path)
-                  if s.isDirectory() and str(s.getPath().toString()).rstrip("/") not in kept]
-        for dead in doomed:
-            logger.debug(f"lakerank: deleting unreferenced directory {dead.toString()}")
-        return sum(int(bool(fs.delete(d, True))) for d in doomed)
+        return delete_dirs_except(spark, root, keep)
 
     @available
     @driver_side
@@ -268,22 +259,12 @@ class StorageMixin(metaclass=AdapterMeta):
         """Test hook (``lakerank_fault: "write:<part>"``) after a write to ``location``: when
         ``location`` contains ``<part>``, fail as a full disk would, after leaving a torn
         parquet file there. Otherwise nothing."""
-        if fault.startswith("write:") and fault.split(":", 1)[1] in location:
-            self._tear_a_file(location)
-            raise DbtRuntimeError(
-                f"[Errno 28] No space left on device: writing {location} (injected by lakerank_fault {fault!r})"
-            )
+        if fault.startswith("write:"):
+            try:
+                inject_full_disk(location, fault.split(":", 1)[1], f"lakerank_fault {fault!r}")
+            except OSError as exc:
+                raise DbtRuntimeError(str(exc)) from exc
         return ""
-
-    @staticmethod
-    def _tear_a_file(location: str) -> None:
-        """Cut the largest parquet file under a local ``location`` to half its size."""
-        root = location[len("file:"):] if location.startswith("file:") else location
-        files = [os.path.join(d, f) for d, _s, names in os.walk(root) for f in names if f.endswith(".parquet")]
-        if files:
-            victim = max(files, key=os.path.getsize)
-            with open(victim, "r+b") as fh:
-                fh.truncate(os.path.getsize(victim) // 2)
 
     def _partitions(self, relation):
         spark = self._session()
