@@ -26,6 +26,13 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true", help="delete LAKERANK_HOME first")
     parser.add_argument("--rank-function", default="dense_rank", choices=["dense_rank", "rank", "row_number"])
     args = parser.parse_args()
+    from dbt.adapters.lakerank.java_check import LakerankJavaError, check_java
+
+    try:  # at once, before anything lands: the session's JVM needs Java 17+ (docs/setup.md)
+        check_java()
+    except LakerankJavaError as exc:
+        print(exc.msg, file=sys.stderr)
+        return 1
 
     home = pathlib.Path(os.environ.get("LAKERANK_HOME") or ROOT / ".lakerank").resolve()
     os.environ["LAKERANK_HOME"] = str(home)

@@ -26,6 +26,7 @@ from dbt.adapters.spark.session import Connection as SessionConnection
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.lakerank.java_check import check_java
 from python_udfs.jvm import jvm_class
 
 logger = AdapterLogger("lakerank")
@@ -199,6 +200,8 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
     if active is not None and _ACTIVE_HOME not in (None, home):
         _stop_active_session()
         active = None
+    if active is None:
+        check_java()  # a clear error naming what to install, never a dead JVM's traceback (issue G.5)
     acquire_build_lock(home)
     if active is None:
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)

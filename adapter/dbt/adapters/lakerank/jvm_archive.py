@@ -68,9 +68,11 @@ spark.stop()
 def build(force: bool = False) -> Optional[str]:
     """Build the archive (a short Spark session with a Hive metastore, a write and a query,
     its loaded classes dumped at exit) under a temporary name, then move it into place.
-    Returns its path, or None when disabled or without Java."""
+    Returns its path, or None when disabled; without a usable Java, java_check's error."""
     from dbt.adapters.lakerank.connections import JVM_FLAGS
+    from dbt.adapters.lakerank.java_check import check_java
 
+    check_java()  # no Java or too old: the clear error (java_check.py), not the dump's JVM output
     path = archive_path()
     if path is None or (os.path.exists(path) and not force):
         return path
@@ -91,4 +93,9 @@ def build(force: bool = False) -> Optional[str]:
 
 
 if __name__ == "__main__":
-    print(build(force="--force" in sys.argv) or "lakerank: no JVM archive (disabled, or no Java found)")
+    from dbt.adapters.lakerank.java_check import LakerankJavaError
+
+    try:
+        print(build(force="--force" in sys.argv) or "lakerank: no JVM archive (disabled)")
+    except LakerankJavaError as exc:
+        sys.exit(exc.msg)  # scripts/test.sh stops here, at once, with what to install

@@ -31,6 +31,7 @@ from dbt.adapters.lakerank.connections import (
     lock_home,
     resolve_home,
 )
+from dbt.adapters.lakerank.java_check import LakerankJavaError, check_java
 
 SERVICE_CLASS = "org.apache.spark.sql.connect.service.SparkConnectService"
 DEFAULT_PORT = 15002
@@ -160,6 +161,10 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
     if running is not None:
         raise ServeError(f"lakerank serve: already serving LAKERANK_HOME={home} at {running['url']} "
                          f"(pid {running['pid']}); `lakerank serve --stop` first")
+    try:  # no usable Java: say what to install, before a server process dies in its JVM's start
+        check_java()
+    except LakerankJavaError as exc:
+        raise ServeError(exc.msg) from None
     try:  # refuse at once while a build holds the home; the server takes the lock itself
         os.close(lock_home(home, "lakerank serve (starting)",
                            "lakerank serve: LAKERANK_HOME={home} is busy ({holder}); stop that build or server first"))
