@@ -7,7 +7,6 @@ by copies without it, and an old one by JAVA_HOME pointing at a fake `java` that
 from __future__ import annotations
 
 import os
-import pathlib
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 
 from dbt.adapters.lakerank.java_check import parse_version
 from lakerank_project import ROOT
+from no_java import env_without_java
 
 DBT = [sys.executable, "-c", "import sys; from dbt.cli.main import cli; sys.exit(cli())"]
 # What a JVM's or PySpark's failure prints; none of it may reach the user.
@@ -26,28 +26,13 @@ echo 'OpenJDK Runtime Environment (build 11.0.22+7-post-Debian-1deb11u1)' >&2
 """
 
 
-def path_without_java(tmp: pathlib.Path) -> str:
-    """PATH with every folder that holds a `java` replaced by a folder of links to all of its
-    other entries (so sh, dirname and friends are still found)."""
-    out = []
-    for i, folder in enumerate(os.environ["PATH"].split(os.pathsep)):
-        if folder and os.path.exists(os.path.join(folder, "java")):
-            shadow = tmp / f"path{i}"
-            shadow.mkdir()
-            for name in os.listdir(folder):
-                if name != "java":
-                    (shadow / name).symlink_to(os.path.join(folder, name))
-            folder = str(shadow)
-        out.append(folder)
-    return os.pathsep.join(out)
-
-
 @pytest.fixture(scope="module")
-def env_of(tmp_path_factory):
+def env_of(tmp_path_factory, runner):
     """The environment of a subprocess without Java (``no_java``) or with JAVA_HOME on a fake
-    Java 11 (``java_11``), its home, target and logs in a temporary folder."""
+    Java 11 (``java_11``), its home in a temporary folder; its dbt target and logs are the
+    worker's (``runner``), whose saved parse it reuses."""
     base = tmp_path_factory.mktemp("java")
-    no_java_path = path_without_java(base)
+    no_java_path = env_without_java(base / "path")["PATH"]
     fake = base / "jdk11"
     (fake / "bin").mkdir(parents=True)
     (fake / "bin" / "java").write_text(FAKE_JAVA_11)
@@ -59,8 +44,7 @@ def env_of(tmp_path_factory):
             env["PATH"] = no_java_path
         else:
             env["JAVA_HOME"] = str(fake)
-        env.update(LAKERANK_HOME=str(base / f"home_{kind}"), DBT_TARGET_PATH=str(base / "target"),
-                   DBT_LOG_PATH=str(base / "logs"), DBT_PROFILES_DIR=str(ROOT / "profiles"))
+        env.update(LAKERANK_HOME=str(base / f"home_{kind}"), DBT_PROFILES_DIR=str(ROOT / "profiles"))
         return env
 
     return make
