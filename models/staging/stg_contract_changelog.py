@@ -2,8 +2,10 @@
 
 Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/
 into a clean retract changelog (+I, -U, +U, -D) of the live contract set, one
-partition per commit. The per-contract state is a table (stg_contract_ingest_state)
-merged with set operations, no Python UDF. The work is in python_udfs.ingest.contract_ingest.
+partition per commit. The landed lines' format is the var `contracts_format`
+(dbt_project.yml: lakerank, debezium-json, canal-json or maxwell-json; docs/cdc_formats.md).
+The per-contract state is a table (stg_contract_ingest_state) merged with set operations, no
+Python UDF. The work is in python_udfs.ingest.contract_ingest.
 """
 
 from python_udfs.ingest.contract_ingest import run_contract_ingest
@@ -14,6 +16,7 @@ def model(dbt, session):
     dbt.config(materialized="stream_ingest", file_format="parquet")
     home = session.conf.get("spark.lakerank.home")
     schema = dbt.this.schema
+    fmt = dbt.config.get("contracts_format") or "lakerank"
     return run_contract_ingest(
         session,
         landing_dir=landing_path(home, "contracts"),
@@ -22,4 +25,5 @@ def model(dbt, session):
         quarantine_table=f"{schema}.stg_contract_quarantine",
         ingest_log_table=f"{schema}.stg_contract_ingest_log",
         state_table=f"{schema}.stg_contract_ingest_state",
+        fmt=fmt,
     )

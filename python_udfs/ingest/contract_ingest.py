@@ -21,8 +21,10 @@ One JSON object a line: ``op`` (``+I``, ``+U``, ``-U``, ``-D``),
 ``project_id`` (bigint), ``contract_id`` (bigint), ``sign_time``
 (``yyyy-MM-dd HH:mm:ss``, session time zone), ``amount`` (decimal, optional),
 ``op_ts`` (``yyyy-MM-dd HH:mm:ss.SSS`` with 1-3 fraction digits, or
-``yyyy-MM-dd HH:mm:ss``). Any file name is accepted; files and folders whose
-name starts with ``.`` or ``_`` are ignored (Spark's rule), sub-folders are
+``yyyy-MM-dd HH:mm:ss``): the ``lakerank`` format; a CDC format (``fmt``: ``debezium-json``,
+``canal-json``, ``maxwell-json``) is converted to these events first, a line to one or
+more (a malformed one: one quarantined; :mod:`python_udfs.ingest.cdc_formats`). Any file
+name is accepted; files and folders whose name starts with ``.`` or ``_`` are ignored (Spark's rule), sub-folders are
 read. Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (as Spark's line reader; a
 leading byte-order mark is dropped); ``_source_line`` is the 1-based physical line number and
 ``_source_file`` Spark's URI of the file (``file:/...``, URL-encoded).
@@ -142,6 +144,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional
 
+from python_udfs.ingest.cdc_formats import check_format, physical_line, to_native_events
 from python_udfs.ingest.contract_lines import parse_contract_lines
 from python_udfs.ingest.contract_state import (
     STATE_DDL,
@@ -249,16 +252,19 @@ def numbered_in_order(df, order: List[str], rows: int, name: str, held: List):
 
 def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changelog_table: str,
                         quarantine_table: str, ingest_log_table: str, state_table: Optional[str] = None,
-                        max_files_per_trigger: Optional[int] = None) -> str:
+                        max_files_per_trigger: Optional[int] = None, fmt: str = "lakerank") -> str:
     """Consume every JSON Lines file under landing_dir not yet consumed (Structured Streaming,
     trigger(availableNow=True), checkpoint in checkpoint_dir), exactly once; returns a one-line summary.
 
     Creates the tables if missing (parquet, partitioned by ``_commit_id``; the per-contract
     state in ``state_table``, default ``<changelog_table>_state``), and the landing folder
     if missing (an empty stream). Each micro-batch is one commit ``_commit_id`` (the
-    streaming batch id). See the module doc.
+    streaming batch id). ``fmt``: the landed lines' format (``cdc_formats.FORMATS``; a CDC
+    format's lines are converted to native events first). See the module doc.
     """
     from pyspark.sql import functions as F
+
+    check_format(fmt)
 
     state_table = state_table or f"{changelog_table}_state"
     if not spark.catalog.tableExists(state_table):
@@ -273,8 +279,10 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     def write_batch(batch_df, batch_id: int) -> None:
         commit_id = int(batch_id)
         kind = F.col("kind")
-        parsed = kept(parse_contract_lines(
-            numbered_lines(batch_df, whole_files(spark, checkpoint_dir, commit_id))).select(
+        lines = numbered_lines(batch_df, whole_files(spark, checkpoint_dir, commit_id))
+        if fmt != "lakerank":
+            lines = to_native_events(lines, fmt)
+        parsed = kept(parse_contract_lines(lines, converted=fmt != "lakerank").select(
             "kind", "file", "line", "n_events", "reason", "raw",
             "contract_id", "op", "project_id", "sign_us",
             F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "batch_us",
@@ -307,8 +315,10 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                     f"contract ingest commit {commit_id}: counts do not reconcile: "
                     f"events_landed {stats['events_landed']} != " + " + ".join(
                         f"{o} {stats[o]}" for o in _OUTCOMES) + f" = {total}")
+            # the quarantine's _source_line: the physical line (a CDC event's line is its position)
+            lined = parsed if fmt == "lakerank" else parsed.withColumn("line", physical_line(F.col("line"), fmt))
             publish_quarantine_and_log(
-                spark, parsed, commit_id=commit_id, checkpoint_dir=checkpoint_dir, batch_us=agg["batch_us"],
+                spark, lined, commit_id=commit_id, checkpoint_dir=checkpoint_dir, batch_us=agg["batch_us"],
                 stats=stats, counts=("files", "events_landed") + _OUTCOMES,
                 quarantine=(quarantine_table, locations["quarantine"]),
                 ingest_log=(ingest_log_table, locations["ingest_log"]))
@@ -328,7 +338,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                         ntz_from_micros(F.col("op_ts_us")).alias("op_ts"),
                         F.col("_seq"),
                         F.col("file").alias("_source_file"),
-                        F.col("line").alias("_source_line"),
+                        physical_line(F.col("line"), fmt).alias("_source_line"),
                 )
                 publish_partition(spark, changelog_table, locations["changelog"], commit_id, changelog)
 

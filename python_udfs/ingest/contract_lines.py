@@ -17,17 +17,21 @@ __all__ = ["ROWKINDS", "parse_contract_lines"]
 ROWKINDS = ("+I", "-U", "+U", "-D")
 
 
-def parse_contract_lines(lines):
+def parse_contract_lines(lines, converted: bool = False):
     """``lines`` (``landed_lines.numbered_lines``: file, line, n_events, text, batch_us; line 0
     = the file's marker) as one row per file (``kind`` 'file', ``n_events`` = its non-blank
     lines) and one per non-blank line (``kind`` 'E' for a valid event, 'quarantined' with a
-    ``reason`` otherwise)."""
+    ``reason`` otherwise). ``converted``: ``lines`` are events converted from a CDC format
+    (``cdc_formats.to_native_events``): the event's ``native`` text is checked, an envelope's
+    ``bad`` is the reason, a validation reason is prefixed with the event's ``origin`` and
+    the quarantined line is ``text``, the landed line."""
     from pyspark.sql import functions as F
 
     # VARIANT keeps JSON's own types: integer literals, exact decimals, strings, objects
     # (from_json with STRING fields would read 1.5, "1" and 1e3 alike, and numbers through a
     # double).
-    lines = lines.withColumn("v", F.expr("try_parse_json(text)"))
+    source = "native" if converted else "text"
+    lines = lines.withColumn("v", F.expr(f"try_parse_json({source})"))
     # Each field's value as a sub-variant, then its JSON text (to_json), then the values: a
     # field's JSON type is its text's first character and a string's content is the text
     # between the quotes unless it holds an escape. schema_of_variant and casts of variants
@@ -37,7 +41,7 @@ def parse_contract_lines(lines):
     # projections with non-trivial columns are not collapsed, so each value is computed once
     # per line (an expression repeated in later CASE branches would be evaluated again).
     fields = ("op", "contract_id", "project_id", "sign_time", "amount", "op_ts")
-    keep = ("file", "line", "n_events", "text", "batch_us", "v")
+    keep = ("file", "line", "n_events", "text", "batch_us", "v") + (("native", "origin", "bad") if converted else ())
     subs = lines.select(*keep, *[F.expr(f"variant_get(v, '$.{n}')").alias(f"x_{n}") for n in fields])
     typed = subs.select(*keep, *[f"x_{n}" for n in fields],
                         *[F.expr(f"to_json(x_{n})").alias(f"j_{n}") for n in fields])
@@ -65,7 +69,7 @@ def parse_contract_lines(lines):
     def shown(name):
         return F.concat(F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'"))
 
-    trimmed = trim_space(F.col("text"))
+    trimmed = trim_space(F.col(source))
     strings = typed.select(
         "*",
         trimmed.startswith("{").alias("is_object"),
@@ -107,6 +111,8 @@ def parse_contract_lines(lines):
         .when(needs_image & sign_time.isNull(), shown("sign_time"))
         .when(present("amount") & amount.isNull(), shown("amount"))
     )
+    if converted:
+        reason = F.coalesce(F.col("bad"), F.concat(F.col("origin"), F.lit(": "), reason))
     return checked_lines(values, reason, [
         ("contract_id", contract_id),
         ("op", op),
