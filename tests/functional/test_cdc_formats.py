@@ -1,0 +1,327 @@
+"""CDC input formats (issue G.2) through real dbt builds: the same source changes landed as
+native events, debezium-json (plain and in the schema/payload wrapper), canal-json and
+maxwell-json, plus malformed envelopes.
+
+One home, four builds. Each format gets the same history of the contract table
+(tests/support/cdc_envelopes.py), on contracts and projects of its own (ids shifted by
+100,000 and 100 per format), so the formats never interact and their results can be compared
+one to one:
+
+1. native events, ``dbt run --select stg_contract_changelog`` (ingest only);
+2. debezium-json, plain and wrapped files, ingest only;
+3. canal-json, ingest only;
+4. maxwell-json, then the whole pipeline (``dbt run``): the one full build.
+
+Why the staged changelog carries the proof: the pipeline reads the contracts only through
+``stg_contract_changelog``, rank by rank per project, and the formats' projects are disjoint;
+so when each format's staged rows (rowkind, image, op_ts, in ``_seq`` order) equal the
+native ones, the formats' ranks are equal too. The one full build checks that end to end:
+the ranks of each format's projects equal the native format's, and every table equals the
+oracle fed with the native equivalent of everything landed (assert_all_exact), with the
+counts reconciled (every landed event applied or quarantined).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections import Counter
+
+import pytest
+
+import cdc
+import cdc_envelopes as env
+from checks import assert_all_exact
+from lakerank_project import Lakerank
+
+ZONE = os.environ.get("LAKERANK_TIMEZONE", "Asia/Shanghai")
+START = _dt.datetime(2024, 3, 4, 9, 0, 0)
+# The build of each format: (formats landed, the contracts_format var).
+BUILDS = [(["lakerank"], "lakerank"), (["debezium-json", "debezium-json-wrapped"], "debezium-json"),
+          (["canal-json"], "canal-json"), (["maxwell-json"], "maxwell-json")]
+SHIFT = 100_000
+EXTRA_CONTRACT = 99_999  # a valid row landed beside a bad one (canal), outside the history
+
+
+def _bad_lines(fmt: str, ts_ms: int, k: int):
+    """Malformed envelopes appended to a format's file: (line, expected reason, the native
+    lines the oracle gets for it)."""
+    bad = ["{bad"]
+    after = {"project_id": 1 + 100 * k, "contract_id": 7 + SHIFT * k, "sign_time": 1709510400000, "amount": 1.5}
+    if fmt == "debezium-json":
+        return [
+            (json.dumps({"before": None, "after": None, "source": {"ts_ms": ts_ms}, "op": "c", "ts_ms": ts_ms}),
+             "debezium-json: op 'c' without after", bad),
+            (json.dumps({"before": None, "after": after, "source": {"ts_ms": ts_ms}, "op": "x", "ts_ms": ts_ms}),
+             "debezium-json: unknown op 'x'", bad),
+            ("this is not json", "debezium-json: invalid json", bad),
+        ]
+    if fmt == "debezium-json-wrapped":  # a tombstone
+        return [(json.dumps({"schema": None, "payload": None}), "debezium-json: missing op", bad)]
+    if fmt == "canal-json":
+        # in a project of its own (99): the history's ranks stay comparable
+        good = {"contract_id": str(EXTRA_CONTRACT + SHIFT * k), "project_id": str(99 + 100 * k),
+                "sign_time": "2024-03-04 00:00:00", "amount": "3.10"}
+        native = json.dumps({"op": "+I", "contract_id": EXTRA_CONTRACT + SHIFT * k, "project_id": 99 + 100 * k,
+                             "sign_time": "2024-03-04 00:00:00", "amount": "3.10",
+                             "op_ts": env.wall_clock(ts_ms, ZONE)})
+        return [
+            (json.dumps({"data": {"contract_id": "5"}, "type": "INSERT", "es": ts_ms, "ts": ts_ms}),
+             "canal-json: data is not an array", bad),
+            (json.dumps({"data": None, "database": "lakerank", "es": ts_ms, "isDdl": True, "old": None,
+                         "sql": "ALTER TABLE contracts ADD COLUMN note text", "table": "contracts",
+                         "ts": ts_ms, "type": "ALTER"}),
+             "canal-json: unknown type 'ALTER'", bad),
+            (json.dumps({"data": [good, dict(good, contract_id="abc")], "type": "INSERT", "es": ts_ms, "ts": ts_ms}),
+             "canal-json data[1]: bad contract_id 'abc'", [native, "{bad"]),
+        ]
+    if fmt == "maxwell-json":
+        return [
+            (json.dumps({"database": "lakerank", "table": "contracts", "type": "insert", "ts": ts_ms // 1000,
+                         "data": [1, 2]}), "maxwell-json: data is not an object", bad),
+            (json.dumps({"database": "lakerank", "table": "contracts", "type": "table-create", "ts": ts_ms // 1000,
+                         "def": {}}), "maxwell-json: unknown type 'table-create'", bad),
+            ("{\"type\": \"insert\", ", "maxwell-json: invalid json", bad),
+        ]
+    return []
+
+
+def _expected_changelog(statements, fmt: str):
+    """The staged changelog rows of a format's history, unshifted: (rowkind, contract_id,
+    project_id, sign_time, amount, op_ts, physical line)."""
+    rows, line = [], 0
+    for st in statements:
+        op_ts = env.wall_clock(st.ts_ms, ZONE)[:19]  # whole seconds (read back without fraction)
+        events = env.native_events(st)
+        if fmt == "lakerank":
+            lines = []
+            for i, (kind, _) in enumerate(events):
+                lines.append(line + i + 2 if kind == "-U" else line + i + 1)  # -U: its +U's line
+            line += len(events)
+        elif fmt == "canal-json":
+            line += 1
+            lines = [line] * len(events)
+        else:  # one message a row; Debezium's key change is two (d, c)
+            lines = []
+            for before, after in st.changes:
+                if st.kind == "update" and before.contract_id != after.contract_id and fmt.startswith("debezium"):
+                    lines += [line + 1, line + 2]
+                    line += 2
+                else:
+                    line += 1
+                    lines += [line] * (2 if st.kind == "update" else 1)
+        for (kind, r), ln in zip(events, lines):
+            rows.append((kind, r.contract_id, r.project_id, r.sign_time.strftime("%Y-%m-%d %H:%M:%S"),
+                         None if r.amount is None else f"{r.amount:.2f}", op_ts, ln))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def landed(runner, tmp_path_factory):
+    """The four builds; returns (lakerank, oracle, statements, files by format, expected
+    quarantine rows, per-commit oracle counts)."""
+    lr = Lakerank(runner, tmp_path_factory.mktemp("cdc_formats") / "home")
+    statements = env.generate_statements(seed=7, n=24, start=START)
+    last_ts = statements[-1].ts_ms
+    oracle = cdc.Oracle()
+    files, quarantine, per_commit = {}, [], []
+    k = 0
+    for formats, var in BUILDS:
+        batch = []
+        for fmt in formats:
+            shifted = [st.shifted(k) for st in statements]
+            lines = [ln for n, st in enumerate(shifted, start=1) for ln in env.render(fmt, st, ZONE, n)]
+            native = [ln for st in shifted for ln in env.native_lines(st, ZONE)]
+            for line, reason, equivalent in _bad_lines(fmt, last_ts, k):
+                lines.append(line)
+                native += equivalent
+                quarantine.append((fmt, len(lines), reason, line))
+            path = lr.land(lines)
+            files[fmt] = (os.path.basename(path), k)
+            batch.append((os.path.basename(path), native))
+            k += 1
+        per_commit.append(oracle.consume_many(batch))
+        if var == "maxwell-json":
+            lr.dbt("run", vars={"contracts_format": var})  # the one full pipeline build
+        else:
+            lr.dbt("run", "--select", "stg_contract_changelog", vars={"contracts_format": var})
+    return lr, oracle, statements, files, quarantine, per_commit
+
+
+def test_each_format_stages_the_native_changelog(landed):
+    lr, _, statements, files, _, _ = landed
+    staged = lr.table("stg_contract_changelog").sort_values(["_commit_id", "_seq"])
+    for fmt, (name, k) in files.items():
+        mine = staged[staged["_source_file"].str.endswith(name)]
+        cols = ["rowkind", "contract_id", "project_id", "sign_time", "amount", "op_ts", "_source_line"]
+        got = [(kind, cid - SHIFT * k, pid - 100 * k, *rest)
+               for kind, cid, pid, *rest in mine[cols].itertuples(index=False, name=None)
+               if cid - SHIFT * k != EXTRA_CONTRACT]
+        want = _expected_changelog(statements, fmt)
+        assert {row[0] for row in want} == {"+I", "-U", "+U", "-D"} and len(want) > 40
+        assert got == want, fmt
+
+
+def test_ranks_equal_across_formats_and_the_oracle(landed):
+    lr, oracle, _, files, _, _ = landed
+    fct = lr.table("fct_contract_rank")
+    by_format = {}
+    for fmt, (_, k) in files.items():
+        mine = fct[(fct["contract_id"] // SHIFT == k) & (fct["contract_id"] % SHIFT != EXTRA_CONTRACT)]
+        by_format[fmt] = Counter(
+            (r.project_id - 100 * k, r.contract_id - SHIFT * k, r.sign_time, r.asc_rn, r.amount)
+            for r in mine.itertuples())
+    assert by_format["lakerank"], "no ranks"
+    for fmt, ranks in by_format.items():
+        assert ranks == by_format["lakerank"], fmt
+    assert_all_exact(lr, oracle, "dense_rank")
+
+
+def test_malformed_envelopes_are_quarantined_and_counted(landed):
+    lr, _, _, files, quarantine, per_commit = landed
+    rows = lr.table("stg_contract_quarantine")
+    got = sorted((os.path.basename(file), line, reason, raw) for file, line, reason, raw in
+                 rows[["_source_file", "_source_line", "reason", "raw_line"]].itertuples(index=False, name=None))
+    want = sorted((files[fmt][0], line, reason, raw) for fmt, line, reason, raw in quarantine)
+    assert got == want
+    log = lr.table("stg_contract_ingest_log").sort_values("_commit_id")
+    counts = ["events_landed", "applied", "noop", "stale", "before_image", "quarantined"]
+    assert [{c: int(r[c]) for c in counts} for _, r in log.iterrows()] == [
+        {c: p[c] for c in counts} for p in per_commit]
+
+
+# --------------------------------------------------------------------------------------------
+# The conversion, line by line, on the session the builds opened (no tables, no build)
+# --------------------------------------------------------------------------------------------
+
+def _convert(spark, fmt: str, lines):
+    """The parsed rows of ``lines`` (one file) in ``fmt``: the marker's n_events and, per event
+    row, (physical line, index in the line, kind, reason, op, contract_id, sign_time, op_ts)."""
+    from pyspark.sql import functions as F
+
+    from python_udfs.ingest.cdc_formats import SUB_BITS, to_native_events
+    from python_udfs.ingest.contract_lines import parse_contract_lines
+    from python_udfs.ingest.wall_clock import ntz_from_micros
+
+    texts = [t if isinstance(t, str) else json.dumps(t) for t in lines]
+    rows = [("f", 0, len(texts), None, 1)] + [("f", i, 0, t, 1) for i, t in enumerate(texts, start=1)]
+    df = spark.createDataFrame(rows, "file string, line bigint, n_events bigint, text string, batch_us bigint")
+    converted = fmt != "lakerank"
+    bits = SUB_BITS if converted else 0
+    parsed = parse_contract_lines(to_native_events(df, fmt) if converted else df, converted=converted).select(
+        "kind", "line", "n_events", "reason", "op", "contract_id",
+        ntz_from_micros(F.col("sign_us")).cast("string").alias("sign_time"),
+        ntz_from_micros(F.col("op_ts_us")).cast("string").alias("op_ts"),
+    ).orderBy("line").collect()
+    n_events = [r["n_events"] for r in parsed if r["kind"] == "file"]
+    events = [(r["line"] >> bits, r["line"] & ((1 << bits) - 1), r["kind"], r["reason"], r["op"],
+               r["contract_id"], r["sign_time"], r["op_ts"]) for r in parsed if r["kind"] != "file"]
+    assert n_events == [len(events)], "a file's n_events counts its lines' events"
+    return events
+
+
+T = 1709514000123  # 2024-03-04 01:00:00.123 UTC
+ROW = {"project_id": 1, "contract_id": 10, "sign_time": "2024-03-04 10:00:00", "amount": "1.50"}
+
+
+def test_debezium_conversion(landed):
+    spark = landed[0].spark()
+    at = env.wall_clock(T, ZONE)
+    got = _convert(spark, "debezium-json", [
+        {"before": None, "after": dict(ROW, sign_time=1709546400000), "source": {"ts_ms": T}, "op": "r", "ts_ms": 1},
+        {"payload": {"before": ROW, "after": dict(ROW, contract_id=11), "op": "u", "ts_ms": T}},  # key change
+        {"before": None, "after": ROW, "source": {"ts_ms": T}, "op": "u"},
+        {"before": ROW, "after": None, "source": {"ts_ms": T}, "op": "t"},
+        {"after": ROW, "op": "c"},
+        {"after": dict(ROW, sign_time=1709546400500), "op": "c", "ts_ms": T},
+        {"after": dict(ROW, sign_time="2024-03-04T10:00:00Z"), "op": "c", "ts_ms": T},
+        {"after": dict(ROW, amount="AeJA"), "op": "c", "ts_ms": T},
+        "null",
+    ])
+    assert got == [
+        (1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at),
+        (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", at),
+        (2, 1, "E", None, "+I", 11, "2024-03-04 10:00:00", at),
+        (3, 0, "quarantined", "debezium-json: op 'u' without before", None, None, None, None),
+        (4, 0, "quarantined", "debezium-json: unknown op 't'", None, None, None, None),
+        (5, 0, "quarantined", "debezium-json: missing source.ts_ms and ts_ms", None, None, None, None),
+        (6, 0, "quarantined", "debezium-json after: bad sign_time '2024-03-04 10:00:00.5'", None, None, None, None),
+        (7, 0, "quarantined", "debezium-json after: bad sign_time '2024-03-04T10:00:00Z'", None, None, None, None),
+        (8, 0, "quarantined", "debezium-json after: bad amount 'AeJA'", None, None, None, None),
+        (9, 0, "quarantined", "debezium-json: not a json object", None, None, None, None),
+    ]
+
+
+def test_canal_and_maxwell_conversion(landed):
+    spark = landed[0].spark()
+    at = env.wall_clock(T, ZONE)
+    strings = {k: str(v) for k, v in ROW.items()}
+    got = _convert(spark, "canal-json", [
+        {"data": [strings, dict(strings, contract_id="12")], "old": [{"amount": "2.00"}, {"contract_id": "11"}],
+         "type": "UPDATE", "es": T, "ts": T + 99},
+        {"data": [strings, dict(strings, contract_id="12")], "type": "DELETE", "es": T},
+        {"data": [], "type": "INSERT", "es": T},
+        {"data": [strings], "type": "UPDATE", "es": T},
+        {"data": [strings], "old": [], "type": "UPDATE", "es": T},
+        {"data": [strings], "type": "INSERT", "ts": T},
+        {"type": "INSERT", "es": T},
+    ])
+    assert got == [
+        (1, 0, "E", None, "-U", 10, "2024-03-04 10:00:00", at),
+        (1, 1, "E", None, "+U", 10, "2024-03-04 10:00:00", at),
+        (1, 2, "E", None, "-D", 11, "2024-03-04 10:00:00", at),
+        (1, 3, "E", None, "+I", 12, "2024-03-04 10:00:00", at),
+        (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", at),
+        (2, 1, "E", None, "-D", 12, "2024-03-04 10:00:00", at),
+        (3, 0, "quarantined", "canal-json: data is empty", None, None, None, None),
+        (4, 0, "quarantined", "canal-json: UPDATE without an old array", None, None, None, None),
+        (5, 0, "quarantined", "canal-json: old has 0 rows, data 1", None, None, None, None),
+        (6, 0, "quarantined", "canal-json: missing es", None, None, None, None),
+        (7, 0, "quarantined", "canal-json: missing data", None, None, None, None),
+    ]
+    seconds = env.wall_clock(T // 1000 * 1000, ZONE)[:19]  # whole seconds: no fraction read back
+    got = _convert(spark, "maxwell-json", [
+        {"type": "bootstrap-insert", "ts": T // 1000, "data": ROW},
+        {"type": "update", "ts": T // 1000, "data": dict(ROW, contract_id=11), "old": {"contract_id": 10}},
+        {"type": "delete", "data": ROW},
+        {"type": "bootstrap-start", "ts": T // 1000, "data": {}},
+    ])
+    assert got == [
+        (1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", seconds),
+        (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", seconds),
+        (2, 1, "E", None, "+I", 11, "2024-03-04 10:00:00", seconds),
+        (3, 0, "quarantined", "maxwell-json: missing ts", None, None, None, None),
+        (4, 0, "quarantined", "maxwell-json: unknown type 'bootstrap-start'", None, None, None, None),
+    ]
+
+
+def test_unknown_format_is_refused(landed):
+    from python_udfs.ingest.contract_ingest import run_contract_ingest
+
+    with pytest.raises(ValueError, match="unknown contracts format 'avro-json': allowed values are "
+                                         "lakerank, debezium-json, canal-json, maxwell-json"):
+        run_contract_ingest(landed[0].spark(), landing_dir="/nonexistent", checkpoint_dir="/nonexistent",
+                            changelog_table="x.c", quarantine_table="x.q", ingest_log_table="x.l", fmt="avro-json")
+
+
+def test_the_documented_examples(landed):
+    """docs/cdc_formats.md's example blocks: each stages the same four native events."""
+    import re
+
+    if ZONE != "Asia/Shanghai":
+        pytest.skip("the page's times are Asia/Shanghai's")
+
+    from lakerank_project import ROOT
+
+    text = (ROOT / "docs" / "cdc_formats.md").read_text()
+    blocks = re.findall(r"<!-- example (\S+) -->\s*```json\n(.*?)```", text, re.S)
+    assert sorted({fmt for fmt, _ in blocks}) == ["canal-json", "debezium-json", "lakerank", "maxwell-json"]
+    spark = landed[0].spark()
+    for fmt, block in blocks:
+        got = [(kind, op, cid, sign, op_ts) for _, _, kind, _, op, cid, sign, op_ts
+               in _convert(spark, fmt, block.strip().splitlines())]
+        at = ["2024-03-04 09:00:00", "2024-03-04 09:01:00", "2024-03-04 09:02:00"]  # as the page says
+        sign = "2024-03-04 10:00:00"
+        assert got == [("E", "+I", 1001, sign, at[0]), ("E", "-U", 1001, sign, at[1]),
+                       ("E", "+U", 1001, sign, at[1]), ("E", "-D", 1001, sign, at[2])], fmt

@@ -1,0 +1,268 @@
+"""Source-database changes of the contract table rendered as the landed formats: native
+``lakerank`` events and the CDC envelopes ``debezium-json`` (with and without the
+``schema``/``payload`` wrapper), ``canal-json`` and ``maxwell-json``, shaped as Flink's format
+pages and the tools' own documentation show them (docs/cdc_formats.md).
+
+A change is one row of a statement (``Statement``: the rows one SQL statement changed, at one
+source time). ``native_lines`` gives the native events a change becomes, which is also the
+clean changelog the ingest must stage for it (a consistent source has no duplicates and no
+stale events)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import random
+from decimal import Decimal
+from typing import List, Optional, Tuple
+from zoneinfo import ZoneInfo
+
+FORMATS = ("lakerank", "debezium-json", "debezium-json-wrapped", "canal-json", "maxwell-json")
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    contract_id: int
+    project_id: int
+    sign_time: _dt.datetime
+    amount: Optional[Decimal]
+
+    def shifted(self, k: int) -> "Row":
+        """The row of format number ``k``: its own contracts and projects."""
+        return Row(self.contract_id + 100_000 * k, self.project_id + 100 * k, self.sign_time, self.amount)
+
+
+@dataclasses.dataclass(frozen=True)
+class Statement:
+    kind: str  # snapshot, insert, update, delete
+    ts_ms: int  # the source's change time (whole seconds: Maxwell's ts is in seconds)
+    changes: Tuple[Tuple[Optional[Row], Optional[Row]], ...]  # (before, after) per row
+
+    def shifted(self, k: int) -> "Statement":
+        return Statement(self.kind, self.ts_ms, tuple(
+            (b and b.shifted(k), a and a.shifted(k)) for b, a in self.changes))
+
+
+def wall_clock(ts_ms: int, zone: str) -> str:
+    """The business wall clock of an instant, as the ingest renders op_ts."""
+    t = _dt.datetime.fromtimestamp(ts_ms / 1000, ZoneInfo(zone)).replace(tzinfo=None)
+    return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{t.microsecond // 1000:03d}"
+
+
+def _st(t: _dt.datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _epoch_ms(t: _dt.datetime) -> int:
+    """io.debezium.time.Timestamp: a DATETIME's wall clock as milliseconds past the epoch."""
+    return (t - _EPOCH) // _dt.timedelta(milliseconds=1)
+
+
+# --------------------------------------------------------------------------------------------
+# Native events (the expected changelog)
+# --------------------------------------------------------------------------------------------
+
+def native_events(st: Statement) -> List[Tuple[str, Row]]:
+    """(rowkind, image) of each native event of a statement, in order."""
+    out = []
+    for before, after in st.changes:
+        if st.kind in ("snapshot", "insert"):
+            out.append(("+I", after))
+        elif st.kind == "delete":
+            out.append(("-D", before))
+        elif before.contract_id != after.contract_id:
+            out += [("-D", before), ("+I", after)]
+        else:
+            out += [("-U", before), ("+U", after)]
+    return out
+
+
+def native_lines(st: Statement, zone: str) -> List[str]:
+    op_ts = wall_clock(st.ts_ms, zone)
+    return [json.dumps({
+        "op": op, "project_id": r.project_id, "contract_id": r.contract_id, "sign_time": _st(r.sign_time),
+        "amount": None if r.amount is None else str(r.amount), "op_ts": op_ts,
+    }) for op, r in native_events(st)]
+
+
+# --------------------------------------------------------------------------------------------
+# Envelopes
+# --------------------------------------------------------------------------------------------
+
+def _number(d: Optional[Decimal]):
+    return None if d is None else float(d)
+
+
+def _debezium_row(r: Optional[Row], wrapped: bool):
+    if r is None:
+        return None
+    # Plain: DATETIME as io.debezium.time.Timestamp (epoch ms), DECIMAL as a number
+    # (decimal.handling.mode=double); wrapped: the string forms (string modes).
+    return {
+        "project_id": r.project_id, "contract_id": r.contract_id,
+        "sign_time": _st(r.sign_time) if wrapped else _epoch_ms(r.sign_time),
+        "amount": (None if r.amount is None else str(r.amount)) if wrapped else _number(r.amount),
+    }
+
+
+_DEBEZIUM_SCHEMA = {"type": "struct", "name": "dbserver1.lakerank.contracts.Envelope", "optional": False,
+                    "fields": [{"type": "struct", "optional": True, "field": "before"},
+                               {"type": "struct", "optional": True, "field": "after"},
+                               {"type": "struct", "optional": False, "field": "source"},
+                               {"type": "string", "optional": False, "field": "op"},
+                               {"type": "int64", "optional": True, "field": "ts_ms"}]}
+
+
+def debezium_lines(st: Statement, wrapped: bool = False, pos: int = 0) -> List[str]:
+    """One message a row; a key change is a delete and a create (as Debezium emits it)."""
+    out = []
+    for i, (before, after) in enumerate(st.changes):
+        if st.kind == "update" and before.contract_id != after.contract_id:
+            parts = [("d", before, None), ("c", None, after)]
+        else:
+            op = {"snapshot": "r", "insert": "c", "update": "u", "delete": "d"}[st.kind]
+            parts = [(op, before, after)]
+        for op, b, a in parts:
+            envelope = {
+                "before": _debezium_row(b, wrapped), "after": _debezium_row(a, wrapped),
+                "source": {"version": "2.7.0.Final", "connector": "mysql", "name": "dbserver1",
+                           "ts_ms": st.ts_ms, "snapshot": "true" if op == "r" else "false",
+                           "db": "lakerank", "table": "contracts", "server_id": 223344,
+                           "file": "mysql-bin.000003", "pos": pos, "row": i},
+                "op": op, "ts_ms": st.ts_ms + 250, "transaction": None,
+            }
+            out.append(json.dumps({"schema": _DEBEZIUM_SCHEMA, "payload": envelope} if wrapped else envelope))
+    return out
+
+
+def _strings(r: Row) -> dict:
+    return {"contract_id": str(r.contract_id), "project_id": str(r.project_id), "sign_time": _st(r.sign_time),
+            "amount": None if r.amount is None else str(r.amount)}
+
+
+def _changed(before: dict, after: dict) -> dict:
+    """Canal's and Maxwell's ``old``: the before values of the changed columns only."""
+    return {k: v for k, v in before.items() if after[k] != v}
+
+
+def canal_lines(st: Statement, msg_id: int = 1) -> List[str]:
+    """One message for the statement's rows (values as strings)."""
+    data = [_strings(a if a is not None else b) for b, a in st.changes]
+    old = None
+    if st.kind == "update":
+        old = [_changed(_strings(b), _strings(a)) for b, a in st.changes]
+    return [json.dumps({
+        "data": data, "database": "lakerank", "es": st.ts_ms, "id": msg_id, "isDdl": False,
+        "mysqlType": {"contract_id": "bigint", "project_id": "bigint", "sign_time": "datetime",
+                      "amount": "decimal(18,2)"},
+        "old": old, "pkNames": ["contract_id"], "sql": "",
+        "sqlType": {"contract_id": -5, "project_id": -5, "sign_time": 93, "amount": 3},
+        "table": "contracts", "ts": st.ts_ms + 120,
+        "type": {"snapshot": "INSERT", "insert": "INSERT", "update": "UPDATE", "delete": "DELETE"}[st.kind],
+    })]
+
+
+def _typed(r: Row) -> dict:
+    return {"contract_id": r.contract_id, "project_id": r.project_id, "sign_time": _st(r.sign_time),
+            "amount": _number(r.amount)}
+
+
+def maxwell_lines(st: Statement, xid: int = 1) -> List[str]:
+    """One message a row (``ts`` in seconds)."""
+    out = []
+    kind = {"snapshot": "bootstrap-insert", "insert": "insert", "update": "update", "delete": "delete"}[st.kind]
+    for i, (before, after) in enumerate(st.changes):
+        msg = {"database": "lakerank", "table": "contracts", "type": kind, "ts": st.ts_ms // 1000,
+               "xid": xid, "xoffset": i, "position": f"master.000006:{800911 + i}", "server_id": 23042,
+               "thread_id": 108, "primary_key": [(after or before).contract_id],
+               "primary_key_columns": ["contract_id"], "data": _typed(after if after is not None else before)}
+        if st.kind == "update":
+            msg["old"] = _changed(_typed(before), _typed(after))
+        if i == len(st.changes) - 1:
+            msg["commit"] = True
+        out.append(json.dumps(msg))
+    return out
+
+
+def render(fmt: str, st: Statement, zone: str, n: int = 1) -> List[str]:
+    """The lines of one statement in ``fmt`` (one of FORMATS); ``n`` numbers the messages."""
+    if fmt == "lakerank":
+        return native_lines(st, zone)
+    if fmt.startswith("debezium-json"):
+        return debezium_lines(st, wrapped=fmt.endswith("wrapped"), pos=1000 + n)
+    if fmt == "canal-json":
+        return canal_lines(st, n)
+    return maxwell_lines(st, n)
+
+
+# --------------------------------------------------------------------------------------------
+# A source table's history
+# --------------------------------------------------------------------------------------------
+
+def generate_statements(seed: int, n: int, start: _dt.datetime, n_projects: int = 3) -> List[Statement]:
+    """A consistent history of the contract table: a snapshot of 3 rows, then ``n`` random
+    statements (inserts of 1-3 rows, updates of 1-2 rows changing the sign time, the
+    project, the amount or the key, deletes, re-inserts of deleted keys); source times in
+    whole seconds, some equal."""
+    rng = random.Random(seed)
+    live: dict = {}
+    dead: list = []
+    next_id = [1]
+    ts = [_epoch_ms(start) - 8 * 3_600_000]  # start is a Shanghai wall clock
+
+    def new_row(cid=None) -> Row:
+        if cid is None:
+            cid, next_id[0] = next_id[0], next_id[0] + 1
+        day = start.replace(hour=0, minute=0, second=0) + _dt.timedelta(days=rng.randrange(3))
+        sign = day + _dt.timedelta(seconds=rng.choice((0, 0, rng.randrange(86400))))
+        amount = None if rng.random() < 0.2 else Decimal(rng.randrange(0, 1_000_000)) / 100
+        return Row(cid, rng.randint(1, n_projects), sign, amount)
+
+    def tick() -> int:
+        ts[0] += rng.choice((0, 1000, 1000, 2000))
+        return ts[0]
+
+    out = []
+    rows = [new_row() for _ in range(3)]
+    live.update({r.contract_id: r for r in rows})
+    out.append(Statement("snapshot", tick(), tuple((None, r) for r in rows)))
+    while len(out) < n + 1:
+        kind = rng.choice(("insert", "insert", "update", "update", "update", "delete", "reinsert"))
+        if kind == "insert" or (kind == "reinsert" and not dead) or not live:
+            rows = [new_row() for _ in range(rng.randint(1, 3))]
+            live.update({r.contract_id: r for r in rows})
+            out.append(Statement("insert", tick(), tuple((None, r) for r in rows)))
+        elif kind == "reinsert":
+            r = new_row(dead.pop(rng.randrange(len(dead))))
+            live[r.contract_id] = r
+            out.append(Statement("insert", tick(), ((None, r),)))
+        elif kind == "delete":
+            cid = rng.choice(sorted(live))
+            dead.append(cid)
+            out.append(Statement("delete", tick(), ((live.pop(cid), None),)))
+        else:
+            changes = []
+            for cid in rng.sample(sorted(live), min(len(live), rng.randint(1, 2))):
+                old = live.pop(cid)
+                how = rng.choice(("sign_time", "project", "amount", "both", "key"))
+                if how == "key":
+                    new = dataclasses.replace(old, contract_id=next_id[0])
+                    next_id[0] += 1
+                    dead.append(cid)
+                elif how == "sign_time":
+                    later = old.sign_time + _dt.timedelta(seconds=rng.randint(1, 90000))
+                    new = dataclasses.replace(old, sign_time=later)
+                elif how == "project":
+                    new = dataclasses.replace(old, project_id=old.project_id % n_projects + 1)
+                elif how == "amount":
+                    new = dataclasses.replace(old, amount=Decimal(rng.randrange(1, 1_000_000)) / 100)
+                else:
+                    new = new_row(cid)
+                if new == old:  # an update changes something
+                    new = dataclasses.replace(new, project_id=old.project_id % n_projects + 1)
+                live[new.contract_id] = new
+                changes.append((old, new))
+            out.append(Statement("update", tick(), tuple(changes)))
+    return out
