@@ -175,13 +175,15 @@ def maxwell_lines(st: Statement, xid: int = 1) -> List[str]:
     kind = {"snapshot": "bootstrap-insert", "insert": "insert", "update": "update", "delete": "delete"}[st.kind]
     for i, (before, after) in enumerate(st.changes):
         msg = {"database": "lakerank", "table": "contracts", "type": kind, "ts": st.ts_ms // 1000,
-               "xid": xid, "xoffset": i, "position": f"master.000006:{800911 + i}", "server_id": 23042,
+               "xid": xid, "position": f"master.000006:{800911 + i}", "server_id": 23042,
                "thread_id": 108, "primary_key": [(after or before).contract_id],
                "primary_key_columns": ["contract_id"], "data": _typed(after if after is not None else before)}
         if st.kind == "update":
             msg["old"] = _changed(_typed(before), _typed(after))
         if i == len(st.changes) - 1:
-            msg["commit"] = True
+            msg["commit"] = True  # the transaction's last row; the others carry their xoffset
+        else:
+            msg["xoffset"] = i
         out.append(json.dumps(msg))
     return out
 

@@ -1,0 +1,108 @@
+"""CDC input formats without Spark: the format check, the order positions, the quarantine reasons
+the page documents, and the test envelopes (tests/support/cdc_envelopes.py) against the shapes
+of docs/cdc_formats.md's examples. The conversion itself runs on Spark in
+tests/functional/test_cdc_formats.py."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import pathlib
+import re
+import sys
+from decimal import Decimal
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+for p in (str(ROOT), str(ROOT / "tests" / "support")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import cdc_envelopes as env  # noqa: E402
+from python_udfs.ingest import cdc_formats  # noqa: E402
+
+DOC = (ROOT / "docs" / "cdc_formats.md").read_text()
+
+
+def _examples():
+    """{format: [the JSON objects of its example blocks, in order]} (the page's two Debezium
+    blocks, plain then wrapped, one after the other)."""
+    out: dict = {}
+    for fmt, block in re.findall(r"<!-- example (\S+) -->\s*```json\n(.*?)```", DOC, re.S):
+        out.setdefault(fmt, []).extend(json.loads(line) for line in block.strip().splitlines())
+    return out
+
+
+def test_check_format_names_the_allowed_values():
+    for fmt in cdc_formats.FORMATS:
+        assert cdc_formats.check_format(fmt) == fmt
+    for bad in ("avro-json", "Debezium-JSON", "", None):
+        with pytest.raises(ValueError, match="allowed values are lakerank, debezium-json, canal-json, maxwell-json"):
+            cdc_formats.check_format(bad)
+
+
+def test_order_positions_keep_line_then_index_order():
+    bits = cdc_formats.SUB_BITS
+    keys = [(line, i) for line in (1, 2, 3, 10**9) for i in (0, 1, cdc_formats._MAX_EVENTS)]
+    positions = [(line << bits) + i for line, i in keys]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+    assert [p >> bits for p in positions] == [line for line, _ in keys]  # physical_line
+    assert (2**63 - 1) >> bits > 10**12  # a trillion lines a file fit a bigint position
+
+
+def test_every_envelope_reason_is_documented():
+    sql = " ".join(" ".join(part for part in conv()[:1]) for conv in cdc_formats._CONVERTERS.values())
+    reasons = set(re.findall(r"THEN '([^']+)'", sql))
+    assert {"missing op", "missing type", "data is empty", "missing ts"} <= reasons
+    missing = sorted(r for r in reasons if r.strip() and r not in DOC)
+    assert not missing, f"reasons not in docs/cdc_formats.md: {missing}"
+
+
+def test_the_page_lists_every_format():
+    for fmt in cdc_formats.FORMATS[1:]:
+        assert f"--vars '{{contracts_format: {fmt}}}'" in DOC, fmt
+    assert set(_examples()) == set(cdc_formats.FORMATS)
+
+
+def _history():
+    """The page's three changes as statements (contract 1001, project 7)."""
+    row = env.Row(1001, 7, _dt.datetime(2024, 3, 4, 10, 0, 0), Decimal("1250.00"))
+    new = env.Row(1001, 7, row.sign_time, Decimal("1300.00"))
+    return [env.Statement("insert", 1709514000000, ((None, row),)),
+            env.Statement("update", 1709514060000, ((row, new),)),
+            env.Statement("delete", 1709514120000, ((new, None),))]
+
+
+@pytest.mark.parametrize("fmt", ["debezium-json", "canal-json", "maxwell-json"])
+def test_test_envelopes_have_the_documented_shapes(fmt):
+    """The envelopes the functional test lands carry the page's fields and values."""
+    documented = _examples()[fmt][:3]  # Debezium: the plain block
+    rendered = [json.loads(line) for st in _history() for line in env.render(fmt, st, "Asia/Shanghai")]
+    assert len(rendered) == len(documented)
+    for doc, ours in zip(documented, rendered):
+        assert set(ours) == set(doc), fmt
+        if fmt == "debezium-json":
+            assert (ours["op"], ours["before"], ours["after"], ours["source"]["ts_ms"]) == (
+                doc["op"], doc["before"], doc["after"], doc["source"]["ts_ms"])
+        elif fmt == "canal-json":
+            assert [ours[k] for k in ("type", "data", "old", "es")] == [doc[k] for k in ("type", "data", "old", "es")]
+        else:
+            assert [ours[k] for k in ("type", "ts", "data")] == [doc[k] for k in ("type", "ts", "data")]
+            assert ours.get("old") == doc.get("old")
+
+
+def test_native_equivalent_is_the_documented_one():
+    want = _examples()["lakerank"]
+    got = [json.loads(line) for st in _history() for line in env.native_lines(st, "Asia/Shanghai")]
+    assert got == want
+
+
+def test_events_per_line_follow_the_accounting_table():
+    statements = env.generate_statements(seed=3, n=30, start=_dt.datetime(2024, 3, 4, 9))
+    for st in statements:
+        events = len(env.native_events(st))
+        assert len(env.canal_lines(st)) == 1  # one message a statement
+        assert events == len(st.changes) * (2 if st.kind == "update" else 1)
+        assert len(env.maxwell_lines(st)) == len(st.changes)
+    assert {st.kind for st in statements} == {"snapshot", "insert", "update", "delete"}
