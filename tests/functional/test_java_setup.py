@@ -7,13 +7,14 @@ by copies without it, and an old one by JAVA_HOME pointing at a fake `java` that
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
 
 import pytest
 
-from dbt.adapters.lakerank.java_check import parse_version
+from dbt.adapters.lakerank.java_check import LakerankJavaError, check_java, parse_version
 from lakerank_project import ROOT
 from no_java import env_without_java
 
@@ -27,72 +28,86 @@ echo 'OpenJDK Runtime Environment (build 11.0.22+7-post-Debian-1deb11u1)' >&2
 
 
 @pytest.fixture(scope="module")
-def env_of(tmp_path_factory, runner):
-    """The environment of a subprocess without Java (``no_java``) or with JAVA_HOME on a fake
-    Java 11 (``java_11``), its home in a temporary folder; its dbt target and logs are the
-    worker's (``runner``), whose saved parse it reuses."""
+def refusals(tmp_path_factory, runner) -> dict:
+    """Each command below run once, all at the same time (each is a Python process's start and
+    a refusal): name -> (exit code, stdout + stderr, seconds, environment). ``no_java``: no
+    JAVA_HOME and a PATH without `java`; ``java_11``: JAVA_HOME on a fake Java 11. Each has its
+    own home; the dbt target and logs are the worker's (``runner``), whose saved parse dbt reuses."""
     base = tmp_path_factory.mktemp("java")
-    no_java_path = env_without_java(base / "path")["PATH"]
     fake = base / "jdk11"
     (fake / "bin").mkdir(parents=True)
     (fake / "bin" / "java").write_text(FAKE_JAVA_11)
     (fake / "bin" / "java").chmod(0o755)
+    envs = {"no_java": env_without_java(base / "path"),
+            "java_11": {**{k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}, "JAVA_HOME": str(fake)}}
+    commands = {
+        "demo": ("no_java", [sys.executable, str(ROOT / "scripts" / "demo.py")]),
+        "jvm_archive": ("no_java", [sys.executable, "-m", "dbt.adapters.lakerank.jvm_archive"]),
+        "dbt_run": ("java_11", [*DBT, "run", "--project-dir", str(ROOT)]),
+        "serve": ("java_11", [sys.executable, "-m", "dbt.adapters.lakerank.serve", "serve", "--background",
+                              "--project-dir", str(ROOT)]),
+    }
+    started, procs = time.time(), {}
+    for name, (kind, cmd) in commands.items():
+        env = {**envs[kind], "LAKERANK_HOME": str(base / f"home_{name}"), "DBT_PROFILES_DIR": str(ROOT / "profiles")}
+        procs[name] = (subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, text=True), env)
+    out = {}
+    for name, (proc, env) in procs.items():
+        text, _ = proc.communicate(timeout=120)
+        out[name] = (proc.returncode, text, time.time() - started, env)
+    return out
 
-    def make(kind: str) -> dict:
-        env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PYSPARK_SUBMIT_ARGS")}
-        if kind == "no_java":
-            env["PATH"] = no_java_path
-        else:
-            env["JAVA_HOME"] = str(fake)
-        env.update(LAKERANK_HOME=str(base / f"home_{kind}"), DBT_PROFILES_DIR=str(ROOT / "profiles"))
-        return env
 
-    return make
-
-
-def run(cmd, env) -> tuple[int, str, float]:
-    started = time.time()
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
-    return proc.returncode, proc.stdout + proc.stderr, time.time() - started
-
-
-def assert_clear_refusal(rc: int, out: str, seconds: float, found: str) -> None:
+def assert_clear_refusal(result, found: str) -> None:
+    rc, out, seconds, _env = result
     assert rc != 0, out
     assert "needs Java 17 or newer" in out and found in out, out
     assert "apt-get install openjdk-17-jre-headless" in out and "JAVA_HOME" in out, out
     assert not [t for t in TRACES if t in out], out
-    assert seconds < 30, seconds  # at once: no JVM was started and waited for
+    assert seconds < 60, seconds  # at once: no JVM was started and waited for
 
 
-def test_demo_and_test_setup_stop_at_once_without_java(env_of):
-    """The README's demo, and scripts/test.sh's first JVM step (the class-data archive), on a
-    machine with no Java: the message, nothing landed, no home made."""
-    env = env_of("no_java")
-    rc, out, seconds = run([sys.executable, str(ROOT / "scripts" / "demo.py")], env)
-    assert_clear_refusal(rc, out, seconds, "there is no `java` on PATH and JAVA_HOME is not set")
-    assert not os.path.exists(env["LAKERANK_HOME"])
-    rc, out, seconds = run([sys.executable, "-m", "dbt.adapters.lakerank.jvm_archive"], env)
-    assert_clear_refusal(rc, out, seconds, "there is no `java` on PATH")
+def test_demo_stops_at_once_without_java(refusals):
+    """The README's demo on a machine with no Java: the message, nothing landed, no home made."""
+    assert_clear_refusal(refusals["demo"], "there is no `java` on PATH and JAVA_HOME is not set")
+    assert not os.path.exists(refusals["demo"][3]["LAKERANK_HOME"])
 
 
-def test_dbt_refuses_without_java_and_with_java_11(env_of):
-    """`dbt run` on the embedded target: a dbt error naming what was found, before the home's
-    lock or metastore is made; `lakerank serve` says the same before it starts a server."""
-    env = env_of("no_java")
-    rc, out, seconds = run([*DBT, "run", "--project-dir", str(ROOT)], env)
-    assert_clear_refusal(rc, out, seconds, "there is no `java` on PATH and JAVA_HOME is not set")
-    assert "Runtime Error" in out and not os.path.exists(env["LAKERANK_HOME"])
+def test_test_setup_stops_at_once_without_java(refusals):
+    """scripts/test.sh's first JVM step (the class-data archive) on a machine with no Java."""
+    assert_clear_refusal(refusals["jvm_archive"], "there is no `java` on PATH and JAVA_HOME is not set")
 
-    env = env_of("java_11")
-    rc, out, seconds = run([*DBT, "run", "--project-dir", str(ROOT)], env)
-    found = f"found Java 11.0.22 at {env['JAVA_HOME']}/bin/java (from JAVA_HOME={env['JAVA_HOME']})"
-    assert_clear_refusal(rc, out, seconds, found)
-    assert "or unset JAVA_HOME to use the `java` on PATH" in out
-    assert not os.path.exists(env["LAKERANK_HOME"])
-    rc, out, seconds = run([sys.executable, "-m", "dbt.adapters.lakerank.serve", "serve", "--background",
-                            "--project-dir", str(ROOT)], env)
-    assert_clear_refusal(rc, out, seconds, "found Java 11.0.22")
+
+def test_dbt_run_refuses_java_11(refusals):
+    """`dbt run` on the embedded target with JAVA_HOME on a Java 11: a dbt error naming what was
+    found, before the home's lock or metastore is made."""
+    home = refusals["dbt_run"][3]["JAVA_HOME"]
+    assert_clear_refusal(refusals["dbt_run"], f"found Java 11.0.22 at {home}/bin/java (from JAVA_HOME={home})")
+    assert "Runtime Error" in refusals["dbt_run"][1]
+    assert "or unset JAVA_HOME to use the `java` on PATH" in refusals["dbt_run"][1]
+    assert not os.path.exists(refusals["dbt_run"][3]["LAKERANK_HOME"])
+
+
+def test_serve_refuses_java_11(refusals):
+    """`lakerank serve` says the same before it starts a server process."""
+    assert_clear_refusal(refusals["serve"], "found Java 11.0.22")
+    assert not os.path.exists(refusals["serve"][3]["LAKERANK_HOME"])
+
+
+def test_check_java_in_process(monkeypatch, tmp_path):
+    """What the adapter calls before it starts a session: the machine's Java passes; no Java on
+    PATH, or a JAVA_HOME without bin/java, is the dbt error (DbtRuntimeError)."""
+    from dbt_common.exceptions import DbtRuntimeError
+
+    assert os.path.basename(check_java()) == "java"  # this machine's (CI installs 17)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", env_without_java(tmp_path / "path")["PATH"])
+    with pytest.raises(DbtRuntimeError, match="there is no `java` on PATH and JAVA_HOME is not set"):
+        check_java()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "empty"))
+    with pytest.raises(LakerankJavaError, match=re.escape(f"JAVA_HOME={tmp_path / 'empty'} has no bin/java")):
+        check_java()
 
 
 @pytest.mark.parametrize("text, want", [
