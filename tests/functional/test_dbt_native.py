@@ -67,7 +67,8 @@ def test_source_freshness_reads_the_ingest_logs(built):
     spark.createDataFrame(old.collect(), old.schema).createOrReplaceTempView("old_log")  # read before the overwrite
     spark.sql("insert overwrite table lakerank.stg_payments__ingest_log partition (_commit_id) "
               "select * from old_log").collect()
-    started = dt.datetime.now(dt.timezone.utc)
+    # dbt labels the times UTC; PySpark hands instants over as this machine's local time
+    started = dt.datetime.now()
     result = built.dbt("source", "freshness", expect_success=False)
     results = {r.node.unique_id: r for r in result.result.results}
     assert set(results) == {PIPELINE_SOURCE, *EXAMPLE_SOURCES}
@@ -76,7 +77,8 @@ def test_source_freshness_reads_the_ingest_logs(built):
     for name, r in results.items():
         assert str(r.status) == "pass", (name, r.status, r.message)
         assert 0 <= r.age < 900, (name, r.age, r.max_loaded_at, r.snapshotted_at)
-        assert r.max_loaded_at <= started + dt.timedelta(seconds=1) <= r.snapshotted_at + dt.timedelta(seconds=1)
+        loaded, snapshot = (t.replace(tzinfo=None) for t in (r.max_loaded_at, r.snapshotted_at))
+        assert loaded <= started + dt.timedelta(seconds=1) <= snapshot + dt.timedelta(seconds=1), (loaded, snapshot)
 
 
 def test_ls_on_a_built_home_starts_no_session(built):
