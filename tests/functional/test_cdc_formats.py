@@ -195,40 +195,11 @@ def test_malformed_envelopes_are_quarantined_and_counted(landed):
 # The conversion, line by line, on the session the builds opened (no tables, no build)
 # --------------------------------------------------------------------------------------------
 
-def _convert(spark, fmt: str, lines):
-    """The parsed rows of ``lines`` (one file) in ``fmt``: the marker's n_events and, per event
-    row, (physical line, index in the line, kind, reason, op, contract_id, sign_time, op_ts)."""
-    from pyspark.sql import functions as F
-
-    from python_udfs.ingest.cdc_formats import SUB_BITS, to_native_events
-    from python_udfs.ingest.contract_lines import parse_contract_lines
-    from python_udfs.ingest.wall_clock import ntz_from_micros
-
-    texts = [t if isinstance(t, str) else json.dumps(t) for t in lines]
-    rows = [("f", 0, len(texts), None, 1)] + [("f", i, 0, t, 1) for i, t in enumerate(texts, start=1)]
-    df = spark.createDataFrame(rows, "file string, line bigint, n_events bigint, text string, batch_us bigint")
-    converted = fmt != "lakerank"
-    bits = SUB_BITS if converted else 0
-    parsed = parse_contract_lines(to_native_events(df, fmt) if converted else df, converted=converted).select(
-        "kind", "line", "n_events", "reason", "op", "contract_id",
-        ntz_from_micros(F.col("sign_us")).cast("string").alias("sign_time"),
-        ntz_from_micros(F.col("op_ts_us")).cast("string").alias("op_ts"),
-    ).orderBy("line").collect()
-    n_events = [r["n_events"] for r in parsed if r["kind"] == "file"]
-    events = [(r["line"] >> bits, r["line"] & ((1 << bits) - 1), r["kind"], r["reason"], r["op"],
-               r["contract_id"], r["sign_time"], r["op_ts"]) for r in parsed if r["kind"] != "file"]
-    assert n_events == [len(events)], "a file's n_events counts its lines' events"
-    return events
-
-
 T = 1709514000123  # 2024-03-04 01:00:00.123 UTC
 ROW = {"project_id": 1, "contract_id": 10, "sign_time": "2024-03-04 10:00:00", "amount": "1.50"}
-
-
-def test_debezium_conversion(landed):
-    spark = landed[0].spark()
-    at = env.wall_clock(T, ZONE)
-    got = _convert(spark, "debezium-json", [
+STRINGS = {k: str(v) for k, v in ROW.items()}
+CASES = {
+    "debezium-json": [
         {"before": None, "after": dict(ROW, sign_time=1709546400000), "source": {"ts_ms": T}, "op": "r", "ts_ms": 1},
         {"payload": {"before": ROW, "after": dict(ROW, contract_id=11), "op": "u", "ts_ms": T}},  # key change
         {"before": None, "after": ROW, "source": {"ts_ms": T}, "op": "u"},
@@ -238,8 +209,81 @@ def test_debezium_conversion(landed):
         {"after": dict(ROW, sign_time="2024-03-04T10:00:00Z"), "op": "c", "ts_ms": T},
         {"after": dict(ROW, amount="AeJA"), "op": "c", "ts_ms": T},
         "null",
-    ])
-    assert got == [
+    ],
+    "canal-json": [
+        {"data": [STRINGS, dict(STRINGS, contract_id="12")], "old": [{"amount": "2.00"}, {"contract_id": "11"}],
+         "type": "UPDATE", "es": T, "ts": T + 99},
+        {"data": [STRINGS, dict(STRINGS, contract_id="12")], "type": "DELETE", "es": T},
+        {"data": [], "type": "INSERT", "es": T},
+        {"data": [STRINGS], "type": "UPDATE", "es": T},
+        {"data": [STRINGS], "old": [], "type": "UPDATE", "es": T},
+        {"data": [STRINGS], "type": "INSERT", "ts": T},
+        {"type": "INSERT", "es": T},
+    ],
+    "maxwell-json": [
+        {"type": "bootstrap-insert", "ts": T // 1000, "data": ROW},
+        {"type": "update", "ts": T // 1000, "data": dict(ROW, contract_id=11), "old": {"contract_id": 10}},
+        {"type": "delete", "data": ROW},
+        {"type": "bootstrap-start", "ts": T // 1000, "data": {}},
+    ],
+}
+
+
+def _documented():
+    """docs/cdc_formats.md's CDC example blocks: [(format, block number, lines)]."""
+    import re
+
+    from lakerank_project import ROOT
+
+    text = (ROOT / "docs" / "cdc_formats.md").read_text()
+    blocks = re.findall(r"<!-- example (\S+) -->\s*```json\n(.*?)```", text, re.S)
+    return [(fmt, n, block.strip().splitlines()) for n, (fmt, block) in enumerate(blocks) if fmt != "lakerank"]
+
+
+@pytest.fixture(scope="module")
+def converted(landed):
+    """Every case above and every documented example block, converted and validated in one
+    Spark job: {file: (its marker's n_events, [(physical line, index in the line, kind,
+    reason, op, contract_id, sign_time, op_ts)])}, a file per case list and per block."""
+    from pyspark.sql import functions as F
+
+    from python_udfs.ingest.cdc_formats import SUB_BITS, to_native_events
+    from python_udfs.ingest.contract_lines import parse_contract_lines
+    from python_udfs.ingest.wall_clock import ntz_from_micros
+
+    spark = landed[0].spark()
+    files = [(fmt, fmt, lines) for fmt, lines in CASES.items()]
+    files += [(f"doc{n}", fmt, lines) for fmt, n, lines in _documented()]
+    rows = {fmt: [] for fmt in CASES}  # one frame a format, a file a case list or block
+    for name, fmt, lines in files:
+        texts = [t if isinstance(t, str) else json.dumps(t) for t in lines]
+        rows[fmt] += [(name, 0, len(texts), None, 1)] + [(name, i, 0, t, 1) for i, t in enumerate(texts, start=1)]
+    schema = "file string, line bigint, n_events bigint, text string, batch_us bigint"
+    frames = [to_native_events(spark.createDataFrame(r, schema).repartition(1), fmt) for fmt, r in rows.items()]
+    union = frames[0].unionByName(frames[1]).unionByName(frames[2])
+    parsed = parse_contract_lines(union, converted=True).select(
+        "file", "kind", "line", "n_events", "reason", "op", "contract_id",
+        ntz_from_micros(F.col("sign_us")).cast("string").alias("sign_time"),
+        ntz_from_micros(F.col("op_ts_us")).cast("string").alias("op_ts"),
+    ).collect()
+    out = {}
+    for name, _, _ in files:
+        mine = sorted((r for r in parsed if r["file"] == name), key=lambda r: r["line"])
+        out[name] = ([r["n_events"] for r in mine if r["kind"] == "file"], [
+            (r["line"] >> SUB_BITS, r["line"] & ((1 << SUB_BITS) - 1), r["kind"], r["reason"], r["op"],
+             r["contract_id"], r["sign_time"], r["op_ts"]) for r in mine if r["kind"] != "file"])
+    return out
+
+
+def _events(converted, name):
+    n_events, events = converted[name]
+    assert n_events == [len(events)], "a file's n_events counts its lines' events"
+    return events
+
+
+def test_debezium_conversion(converted):
+    at = env.wall_clock(T, ZONE)
+    assert _events(converted, "debezium-json") == [
         (1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at),
         (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", at),
         (2, 1, "E", None, "+I", 11, "2024-03-04 10:00:00", at),
@@ -253,21 +297,9 @@ def test_debezium_conversion(landed):
     ]
 
 
-def test_canal_and_maxwell_conversion(landed):
-    spark = landed[0].spark()
+def test_canal_and_maxwell_conversion(converted):
     at = env.wall_clock(T, ZONE)
-    strings = {k: str(v) for k, v in ROW.items()}
-    got = _convert(spark, "canal-json", [
-        {"data": [strings, dict(strings, contract_id="12")], "old": [{"amount": "2.00"}, {"contract_id": "11"}],
-         "type": "UPDATE", "es": T, "ts": T + 99},
-        {"data": [strings, dict(strings, contract_id="12")], "type": "DELETE", "es": T},
-        {"data": [], "type": "INSERT", "es": T},
-        {"data": [strings], "type": "UPDATE", "es": T},
-        {"data": [strings], "old": [], "type": "UPDATE", "es": T},
-        {"data": [strings], "type": "INSERT", "ts": T},
-        {"type": "INSERT", "es": T},
-    ])
-    assert got == [
+    assert _events(converted, "canal-json") == [
         (1, 0, "E", None, "-U", 10, "2024-03-04 10:00:00", at),
         (1, 1, "E", None, "+U", 10, "2024-03-04 10:00:00", at),
         (1, 2, "E", None, "-D", 11, "2024-03-04 10:00:00", at),
@@ -281,19 +313,28 @@ def test_canal_and_maxwell_conversion(landed):
         (7, 0, "quarantined", "canal-json: missing data", None, None, None, None),
     ]
     seconds = env.wall_clock(T // 1000 * 1000, ZONE)[:19]  # whole seconds: no fraction read back
-    got = _convert(spark, "maxwell-json", [
-        {"type": "bootstrap-insert", "ts": T // 1000, "data": ROW},
-        {"type": "update", "ts": T // 1000, "data": dict(ROW, contract_id=11), "old": {"contract_id": 10}},
-        {"type": "delete", "data": ROW},
-        {"type": "bootstrap-start", "ts": T // 1000, "data": {}},
-    ])
-    assert got == [
+    assert _events(converted, "maxwell-json") == [
         (1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", seconds),
         (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", seconds),
         (2, 1, "E", None, "+I", 11, "2024-03-04 10:00:00", seconds),
         (3, 0, "quarantined", "maxwell-json: missing ts", None, None, None, None),
         (4, 0, "quarantined", "maxwell-json: unknown type 'bootstrap-start'", None, None, None, None),
     ]
+
+
+def test_the_documented_examples(converted):
+    """docs/cdc_formats.md's CDC example blocks each stage the page's four native events (its
+    native block is checked against the test's native events in tests/unit/test_cdc_formats.py)."""
+    if ZONE != "Asia/Shanghai":
+        pytest.skip("the page's times are Asia/Shanghai's")
+    documented = _documented()
+    assert sorted({fmt for fmt, _, _ in documented}) == ["canal-json", "debezium-json", "maxwell-json"]
+    at = ["2024-03-04 09:00:00", "2024-03-04 09:01:00", "2024-03-04 09:02:00"]  # as the page says
+    sign = "2024-03-04 10:00:00"
+    for fmt, n, _ in documented:
+        got = [(kind, op, cid, st, op_ts) for _, _, kind, _, op, cid, st, op_ts in _events(converted, f"doc{n}")]
+        assert got == [("E", "+I", 1001, sign, at[0]), ("E", "-U", 1001, sign, at[1]),
+                       ("E", "+U", 1001, sign, at[1]), ("E", "-D", 1001, sign, at[2])], fmt
 
 
 def test_unknown_format_is_refused(landed):
@@ -303,25 +344,3 @@ def test_unknown_format_is_refused(landed):
                                          "lakerank, debezium-json, canal-json, maxwell-json"):
         run_contract_ingest(landed[0].spark(), landing_dir="/nonexistent", checkpoint_dir="/nonexistent",
                             changelog_table="x.c", quarantine_table="x.q", ingest_log_table="x.l", fmt="avro-json")
-
-
-def test_the_documented_examples(landed):
-    """docs/cdc_formats.md's example blocks: each stages the same four native events."""
-    import re
-
-    if ZONE != "Asia/Shanghai":
-        pytest.skip("the page's times are Asia/Shanghai's")
-
-    from lakerank_project import ROOT
-
-    text = (ROOT / "docs" / "cdc_formats.md").read_text()
-    blocks = re.findall(r"<!-- example (\S+) -->\s*```json\n(.*?)```", text, re.S)
-    assert sorted({fmt for fmt, _ in blocks}) == ["canal-json", "debezium-json", "lakerank", "maxwell-json"]
-    spark = landed[0].spark()
-    for fmt, block in blocks:
-        got = [(kind, op, cid, sign, op_ts) for _, _, kind, _, op, cid, sign, op_ts
-               in _convert(spark, fmt, block.strip().splitlines())]
-        at = ["2024-03-04 09:00:00", "2024-03-04 09:01:00", "2024-03-04 09:02:00"]  # as the page says
-        sign = "2024-03-04 10:00:00"
-        assert got == [("E", "+I", 1001, sign, at[0]), ("E", "-U", 1001, sign, at[1]),
-                       ("E", "+U", 1001, sign, at[1]), ("E", "-D", 1001, sign, at[2])], fmt
