@@ -8,7 +8,7 @@ Conversion (Spark column expressions over the line's VARIANT, then ``posexplode`
 -------------------------------------------------------------------------------------------
 * debezium-json: ``op`` ``c``/``r`` -> ``+I`` of ``after``; ``u`` -> ``-U`` of ``before``,
   ``+U`` of ``after``; ``d`` -> ``-D`` of ``before``. A ``schema``/``payload`` wrapper is
-  recognised by its ``payload`` field. ``op_ts`` = ``source.ts_ms``, else ``ts_ms``.
+  recognised by its ``payload`` field. ``op_ts`` = ``source.ts_ms``, or ``ts_ms`` when it has none.
 * canal-json: ``type`` ``INSERT`` -> ``+I`` per row of ``data``; ``DELETE`` -> ``-D`` per
   row; ``UPDATE`` -> per row ``-U`` of the row with ``old[i]``'s fields over it, ``+U`` of
   the row. ``op_ts`` = ``es`` (the binlog time; ``ts`` is Canal's processing time). Values
@@ -74,6 +74,18 @@ def _shown(x: str) -> str:
     return f"concat('''', substring(coalesce(try_variant_get({x}, '$', 'string'), to_json({x})), 1, 200), '''')"
 
 
+def _int(x: str) -> str:
+    """A JSON integer (or a string of digits) that fits a bigint, else NULL (SQL): a time must
+    not be a decimal or a boolean, which the variant cast would read as 1."""
+    return f"CASE WHEN to_json({x}) RLIKE '^\"?-?[0-9]{{1,18}}\"?$' THEN try_variant_get({x}, '$', 'bigint') END"
+
+
+def _time(x: str, name: str) -> str:
+    """The quarantine reason of a change time ``x`` that is missing or not an integer (SQL)."""
+    return (f"WHEN coalesce(to_json({x}), 'null') = 'null' THEN 'missing {name}' "
+            f"WHEN {_int(x)} IS NULL THEN concat('bad {name} ', {_shown(x)})")
+
+
 def _event(op: str, image: str, row: str, old: str = "cast(null as variant)", err: str = "cast(null as string)"):
     """One event (SQL struct): its op, the image's label, the row and, for a before image
     of Canal or Maxwell, the ``old`` values laid over the row; ``err`` a conversion error."""
@@ -100,14 +112,20 @@ def _debezium():
     env = "coalesce(variant_get(v, '$.payload'), v)"
     op = f"try_variant_get({env}, '$.op', 'string')"
     before, after = f"variant_get({env}, '$.before')", f"variant_get({env}, '$.after')"
-    ts = f"coalesce(try_variant_get({env}, '$.source.ts_ms', 'bigint'), try_variant_get({env}, '$.ts_ms', 'bigint'))"
+    source_ts, ts_ms = f"variant_get({env}, '$.source.ts_ms')", f"variant_get({env}, '$.ts_ms')"
+    # source.ts_ms when there is one (a bad one is not replaced by ts_ms), else ts_ms
+    when = f"coalesce(to_json({source_ts}), 'null') != 'null'"
+    ts = f"if({when}, {_int(source_ts)}, {_int(ts_ms)})"
+    used = f"if({when}, {source_ts}, {ts_ms})"
     error = f"""CASE
         WHEN variant_get({env}, '$.op') IS NULL THEN 'missing op'
         WHEN {op} IS NULL OR {op} NOT IN ('c', 'r', 'u', 'd')
             THEN concat('unknown op ', {_shown(f"variant_get({env}, '$.op')")})
         WHEN {op} IN ('c', 'r', 'u') AND NOT {_is_object(after)} THEN concat('op ''', {op}, ''' without after')
         WHEN {op} IN ('u', 'd') AND NOT {_is_object(before)} THEN concat('op ''', {op}, ''' without before')
-        WHEN {ts} IS NULL THEN 'missing source.ts_ms and ts_ms'
+        WHEN {ts} IS NULL AND {when} THEN concat('bad source.ts_ms ', {_shown(used)})
+        WHEN {ts} IS NULL AND coalesce(to_json({ts_ms}), 'null') = 'null' THEN 'missing source.ts_ms and ts_ms'
+        WHEN {ts} IS NULL THEN concat('bad ts_ms ', {_shown(used)})
     END"""
     events = f"""CASE {op}
         WHEN 'u' THEN {_update(before, "cast(null as variant)", after, "'before'", "'after'")}
@@ -121,7 +139,7 @@ def _canal():
     """(envelope error, events, op_ts epoch ms) of a Canal line (SQL over ``v``)."""
     typ = "try_variant_get(v, '$.type', 'string')"
     data, old = "try_variant_get(v, '$.data', 'array<variant>')", "try_variant_get(v, '$.old', 'array<variant>')"
-    es = "try_variant_get(v, '$.es', 'bigint')"
+    es = _int("variant_get(v, '$.es')")
     rows = f"size({data}) * if({typ} = 'UPDATE', 2, 1)"
     error = f"""CASE
         WHEN variant_get(v, '$.type') IS NULL THEN 'missing type'
@@ -134,7 +152,7 @@ def _canal():
         WHEN {typ} = 'UPDATE' AND {old} IS NULL THEN 'UPDATE without an old array'
         WHEN {typ} = 'UPDATE' AND size({old}) != size({data})
             THEN concat('old has ', size({old}), ' rows, data ', size({data}))
-        WHEN {es} IS NULL THEN 'missing es'
+        {_time("variant_get(v, '$.es')", "es")}
     END"""
 
     def err(x, name):  # a row that is not an object
@@ -155,14 +173,14 @@ def _maxwell():
     """(envelope error, events, op_ts epoch ms) of a Maxwell line (SQL over ``v``)."""
     typ = "try_variant_get(v, '$.type', 'string')"
     data, old = "variant_get(v, '$.data')", "variant_get(v, '$.old')"
-    ts = "try_variant_get(v, '$.ts', 'bigint')"
+    ts = _int("variant_get(v, '$.ts')")
     error = f"""CASE
         WHEN variant_get(v, '$.type') IS NULL THEN 'missing type'
         WHEN {typ} IS NULL OR {typ} NOT IN ('insert', 'bootstrap-insert', 'update', 'delete')
             THEN concat('unknown type ', {_shown("variant_get(v, '$.type')")})
         WHEN NOT {_is_object(data)} THEN 'data is not an object'
         WHEN {typ} = 'update' AND NOT {_is_object(old)} THEN 'update without an old object'
-        WHEN {ts} IS NULL THEN 'missing ts'
+        {_time("variant_get(v, '$.ts')", "ts")}
     END"""
     events = f"""CASE {typ}
         WHEN 'update' THEN {_update(data, old, data, "'data before'", "'data'")}

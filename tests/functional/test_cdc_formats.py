@@ -209,6 +209,8 @@ CASES = {
         {"after": dict(ROW, sign_time="2024-03-04T10:00:00Z"), "op": "c", "ts_ms": T},
         {"after": dict(ROW, amount="AeJA"), "op": "c", "ts_ms": T},
         "null",
+        {"after": ROW, "op": "c", "source": {"ts_ms": None}, "ts_ms": True},
+        {"after": ROW, "op": "c", "source": {"ts_ms": 1709514000000.5}, "ts_ms": T},
     ],
     "canal-json": [
         {"data": [STRINGS, dict(STRINGS, contract_id="12")], "old": [{"amount": "2.00"}, {"contract_id": "11"}],
@@ -219,12 +221,14 @@ CASES = {
         {"data": [STRINGS], "old": [], "type": "UPDATE", "es": T},
         {"data": [STRINGS], "type": "INSERT", "ts": T},
         {"type": "INSERT", "es": T},
+        {"data": [STRINGS], "type": "INSERT", "es": "soon"},
     ],
     "maxwell-json": [
         {"type": "bootstrap-insert", "ts": T // 1000, "data": ROW},
         {"type": "update", "ts": T // 1000, "data": dict(ROW, contract_id=11), "old": {"contract_id": 10}},
         {"type": "delete", "data": ROW},
         {"type": "bootstrap-start", "ts": T // 1000, "data": {}},
+        {"type": "insert", "ts": 1709514000.5, "data": ROW},
     ],
 }
 
@@ -294,6 +298,8 @@ def test_debezium_conversion(converted):
         (7, 0, "quarantined", "debezium-json after: bad sign_time '2024-03-04T10:00:00Z'", None, None, None, None),
         (8, 0, "quarantined", "debezium-json after: bad amount 'AeJA'", None, None, None, None),
         (9, 0, "quarantined", "debezium-json: not a json object", None, None, None, None),
+        (10, 0, "quarantined", "debezium-json: bad ts_ms 'true'", None, None, None, None),
+        (11, 0, "quarantined", "debezium-json: bad source.ts_ms '1709514000000.5'", None, None, None, None),
     ]
 
 
@@ -311,6 +317,7 @@ def test_canal_and_maxwell_conversion(converted):
         (5, 0, "quarantined", "canal-json: old has 0 rows, data 1", None, None, None, None),
         (6, 0, "quarantined", "canal-json: missing es", None, None, None, None),
         (7, 0, "quarantined", "canal-json: missing data", None, None, None, None),
+        (8, 0, "quarantined", "canal-json: bad es 'soon'", None, None, None, None),
     ]
     seconds = env.wall_clock(T // 1000 * 1000, ZONE)[:19]  # whole seconds: no fraction read back
     assert _events(converted, "maxwell-json") == [
@@ -319,12 +326,13 @@ def test_canal_and_maxwell_conversion(converted):
         (2, 1, "E", None, "+I", 11, "2024-03-04 10:00:00", seconds),
         (3, 0, "quarantined", "maxwell-json: missing ts", None, None, None, None),
         (4, 0, "quarantined", "maxwell-json: unknown type 'bootstrap-start'", None, None, None, None),
+        (5, 0, "quarantined", "maxwell-json: bad ts '1709514000.5'", None, None, None, None),
     ]
 
 
 def test_the_documented_examples(converted):
     """docs/cdc_formats.md's CDC example blocks each stage the page's four native events (its
-    native block is checked against the test's native events in tests/unit/test_cdc_formats.py)."""
+    native block is checked against the test's native events in tests/unit/test_cdc_formats_unit.py)."""
     if ZONE != "Asia/Shanghai":
         pytest.skip("the page's times are Asia/Shanghai's")
     documented = _documented()
