@@ -1,1 +1,1 @@
-"""The per-key commit of a pk_table: the merge run on executors (applyInArrow)."""
+"""Commits: the protocol every lakerank write follows (protocol.py) and the per-key merge of a pk_table commit, run on executors (pk_commit.py)."""

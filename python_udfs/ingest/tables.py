@@ -3,7 +3,7 @@ and the streaming run.
 
 Each table is parquet, partitioned by ``_commit_id``; a commit's partition is written into a
 fresh directory ``<table>/_commit_id=<id>/<uuid>`` and published with one metastore call
-(:func:`python_udfs.jvm.point_partition`), so a replayed batch replaces rather than appends
+(the commit protocol's swap, :mod:`python_udfs.commit.protocol`), so a replayed batch replaces rather than appends
 and a reader never sees half a partition.
 """
 
@@ -15,13 +15,12 @@ import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
+from python_udfs.commit import protocol
 from python_udfs.faults import inject_full_disk
 from python_udfs.ingest.landed_lines import line_stream
 from python_udfs.jvm import (
-    delete_dirs_except,
     external_catalog,
     jvm_class,
-    point_partition,
     split_table_name,
 )
 
@@ -92,13 +91,15 @@ def publish_partition(spark, table: str, location: str, commit_id: int, df) -> s
     """Write ``df`` (without ``_commit_id``) into a fresh directory and point
     the table's partition ``_commit_id=commit_id`` at it in one metastore call; then delete
     the other directories of that commit (a killed or failed attempt's, or the one a replay
-    replaced)."""
+    replaced): stage, swap and finish of the commit protocol (:mod:`python_udfs.commit.protocol`;
+    the ingest records its commit in its checkpoint and the changelog table's property)."""
     target = f"{location}/_commit_id={commit_id}/{uuid.uuid4().hex}"
     df.write.mode("errorifexists").parquet(target)
     if os.environ.get("LAKERANK_TEST_HOOKS") == "1":  # test hook: a full disk in this write
         inject_full_disk(target, os.environ.get("LAKERANK_INGEST_WRITE_FAULT", ""), "LAKERANK_INGEST_WRITE_FAULT")
-    point_partition(spark, *split_table_name(spark, table), f"_commit_id={commit_id}", target)
-    delete_dirs_except(spark, f"{location}/_commit_id={commit_id}", [target])
+    name = split_table_name(spark, table)
+    protocol.swap(spark, name, {"commit_id": commit_id, "create": [[f"_commit_id={commit_id}", target]]})
+    protocol.replace_dirs(spark, f"{location}/_commit_id={commit_id}", [target])
     return target
 
 

@@ -9,10 +9,12 @@
 {%- endmacro %}
 
 
-{#- This run's attempt at commit `commit_id`, the name of its directory `_v/c<attempt>`: a
-    rerun after a crash writes beside a dead attempt's files, never into them. -#}
-{% macro commit_attempt(commit_id) -%}
-  {{ return(commit_id ~ '_' ~ invocation_id[:8]) }}
+{#- Where this run stages commit `commit_id` of a table whose files live under `root`:
+    `<root>/_v/<kind><commit>_<run>` (kind `c` a commit, `b` a base, `p` a publication). A
+    rerun after a crash writes beside a dead attempt's files, never into them; the commit
+    protocol (python_udfs/commit/protocol.py) sweeps the dead ones. -#}
+{% macro stage_dir(root, kind, commit_id) -%}
+  {{ return(root ~ '/_v/' ~ kind ~ commit_id ~ '_' ~ invocation_id[:8]) }}
 {%- endmacro %}
 
 
@@ -21,14 +23,6 @@
   {%- if adapter.lakerank_table_exists(relation) -%}
     {% call statement('drop_leftover_' ~ relation.identifier) -%} drop table if exists {{ relation }} {%- endcall %}
   {%- endif -%}
-{%- endmacro %}
-
-
-{#- Delete the directories under `<root>/_v` that no partition of `relation` references: a
-    killed attempt's (its rerun writes beside them, under its own attempt id). Commits on a
-    home are serialised by its build lock, so no live attempt is writing there. -#}
-{% macro sweep_dead_attempts(relation, root) -%}
-  {%- do adapter.lakerank_prune_versions(root ~ '/_v', adapter.lakerank_partition_locations(relation).values() | list) -%}
 {%- endmacro %}
 
 

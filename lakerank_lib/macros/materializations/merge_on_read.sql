@@ -58,20 +58,19 @@
     {% do lakerank_lib.commit_nothing(view_relation) %}
   {%- else -%}
     {%- set commit_id = window['to'] -%}
-    {%- set attempt = lakerank_lib.commit_attempt(commit_id) -%}
     {%- if existing is none or full_refresh -%}
-      {% do lakerank_lib.merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, attempt, fingerprint) %}
+      {% do lakerank_lib.merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, fingerprint) %}
       {% do lakerank_lib.remember_written(view_relation, 'true') %}
     {%- else -%}
       {%- set predicate = adapter.lakerank_memo_get('rewrite:' ~ invocation_id ~ ':' ~ this) -%}
       {%- if predicate is none -%}
         {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank_lib.declare_rewrite('<predicate>')") }}
       {%- endif -%}
-      {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, commit_id, attempt) %}
+      {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, window) %}
       {% do lakerank_lib.fault_point('committed') %}
       {%- set base_commit = adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1') | int -%}
       {%- if lakerank_lib.merge_on_read_needs_compaction(parts, base_commit) -%}
-        {% do lakerank_lib.merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) %}
+        {% do lakerank_lib.merge_on_read_compact(view_relation, parts, primary_key, commit_id, fingerprint) %}
       {%- else -%}
         {% do lakerank_lib.record_commit(view_relation, commit_id, fingerprint, kind='view',
                                          properties={'lakerank.primary_key': primary_key | join(',')}) %}
@@ -101,7 +100,7 @@
 
 
 {#- First build or --full-refresh: the SELECT becomes the base, every row +I of the commit. -#}
-{% macro merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, attempt, fingerprint) -%}
+{% macro merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, fingerprint) -%}
   {%- if existing is not none -%}
     {% do adapter.drop_relation(existing) %}
   {%- endif -%}
@@ -114,7 +113,7 @@
   {% call statement('main') -%}
     create table {{ parts['base'] }}
     using parquet
-    location '{{ parts['root'] }}/_v/b{{ attempt }}'
+    location '{{ lakerank_lib.stage_dir(parts['root'], 'b', commit_id) }}'
     as select * from ({{ sql }}) order by {{ parts['cluster_by'] | join(', ') }}
   {%- endcall %}
   {% call statement('create_audit_log') -%}
@@ -129,14 +128,16 @@
 
 
 {#- One incremental commit: the diff of the rows under `predicate` is added to the audit
-    log as partition `_commit_id = commit_id` (unless a killed run already added it). -#}
-{% macro merge_on_read_commit(view_relation, parts, primary_key, predicate, commit_id, attempt) -%}
+    log as partition `_commit_id = window.to` (unless a killed run already added it): the
+    commit protocol's begin (sweep a dead attempt's directory), stage, swap (one metastore
+    call: the commit point; the materialization then records the watermark). -#}
+{% macro merge_on_read_commit(view_relation, parts, primary_key, predicate, window) -%}
+  {%- set commit_id = window['to'] -%}
   {%- set committed = adapter.lakerank_partition_exists(parts['audit'], '_commit_id', commit_id) -%}
   {%- if not committed -%}
     {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
-    {%- set root = adapter.lakerank_table_location(parts['audit']) -%}
-    {% do lakerank_lib.sweep_dead_attempts(parts['audit'], root) %}
-    {%- set location = root ~ '/_v/c' ~ attempt -%}
+    {%- set root = adapter.lakerank_commit_begin(parts['audit'], window['from'])['root'] -%}
+    {%- set location = lakerank_lib.stage_dir(root, 'c', commit_id) -%}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       {{ lakerank_lib.audit_diff(
@@ -145,12 +146,8 @@
     {%- endcall %}
     {% do adapter.lakerank_write_fault(location, lakerank_lib.write_fault()) %}
     {% do lakerank_lib.fault_point('written') %}
-    {%- if not adapter.lakerank_add_partition(parts['audit'], '_commit_id', commit_id, location) -%}
-      {% call statement('add_audit_partition') -%}
-        alter table {{ parts['audit'] }} add if not exists partition (_commit_id = {{ commit_id }})
-        location '{{ location }}'
-      {%- endcall %}
-    {%- endif -%}
+    {% do adapter.lakerank_commit_swap(parts['audit'], {'commit_id': commit_id,
+                                                        'create': [['_commit_id=' ~ commit_id, location]]}) %}
   {%- else -%}
     {% call statement('main') -%}
       select 'commit {{ commit_id }} already in the audit log' as status
@@ -181,9 +178,11 @@
     at the changes after `commit_id`. Every other base version is deleted but two: the one
     this replaces and the one before it (`lakerank.previous_base` on the base table, set
     before the base moves, so a compaction killed and run again still keeps it): a
-    publication (lakerank_lib's `publication` materialization) may still read them. -#}
-{% macro merge_on_read_compact(view_relation, parts, primary_key, commit_id, attempt, fingerprint) -%}
-  {%- set location = parts['root'] ~ '/_v/b' ~ attempt -%}
+    publication (lakerank_lib's `publication` materialization) may still read them. In the
+    commit protocol's terms: stage, intent (`lakerank.previous_base`), swap (relocate the
+    base), record (the view and its watermark), finish (the sweep). -#}
+{% macro merge_on_read_compact(view_relation, parts, primary_key, commit_id, fingerprint) -%}
+  {%- set location = lakerank_lib.stage_dir(parts['root'], 'b', commit_id) -%}
   {%- set current = adapter.lakerank_table_location(parts['base']) -%}
   {%- set previous = adapter.lakerank_get_property(parts['base'], 'lakerank.previous_base', '') -%}
   {% call statement('compact_base') -%}
@@ -194,12 +193,11 @@
   {% call statement('remember_base') -%}
     alter table {{ parts['base'] }} set tblproperties ('lakerank.previous_base' = '{{ current }}')
   {%- endcall %}
-  {% call statement('point_base') -%}
-    alter table {{ parts['base'] }} set location '{{ location }}'
-  {%- endcall %}
+  {% do adapter.lakerank_commit_swap(parts['base'], {'commit_id': commit_id, 'relocate': [current, location]}) %}
   {% do lakerank_lib.fault_point('compacted') %}
   {% do lakerank_lib.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
-  {% do adapter.lakerank_prune_versions(parts['root'] ~ '/_v', [location, current, previous]) %}
+  {% do adapter.lakerank_commit_finish(parts['base'], {'commit_id': commit_id, 'location': parts['root']},
+                                       [location, current, previous]) %}
 {%- endmacro %}
 
 

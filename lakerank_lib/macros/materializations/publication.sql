@@ -19,6 +19,9 @@
        that every query lists its partitions afresh instead of a session's cached listing)
        gains partition N. Every reader view reads P, its newest partition, so all of them
        move together. Publications but the last three are dropped.
+  (In the terms of lakerank's commit protocol, python_udfs/commit/protocol.py: begin sweeps a
+  dead attempt, stage writes the publication's row, swap adds partition N, finish retires
+  the old publications.)
   A reader never sees a commit that is not complete in every published table: models that
   failed, were killed, or whose data tests failed leave the publication where it was (dbt
   skips this model), and partitions of an unfinished commit lie above P. Before the first
@@ -63,8 +66,7 @@
   {%- for source in sources if source.get('base') -%}
     {%- do bases.update({source['relation'].identifier: source['base']}) -%}
   {%- endfor -%}
-  {%- set attempt = lakerank_lib.commit_attempt(commit_id) -%}
-  {%- set location = root ~ '/_v/p' ~ attempt -%}
+  {%- set location = lakerank_lib.stage_dir(root, 'p', commit_id) -%}
   {%- set before = adapter.lakerank_partition_locations(this) -%}
   {%- if before -%}  {#- views valid for the published commit and for this one -#}
     {%- for source in sources -%}
@@ -73,7 +75,7 @@
     {% do lakerank_lib.fault_point('viewed') %}
   {%- endif -%}
   {%- if ('commit_id=' ~ commit_id) not in before -%}
-    {% do lakerank_lib.sweep_dead_attempts(this, root) %}
+    {% do adapter.lakerank_commit_begin(this, commit_id - 1, [], root) %}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       select
@@ -82,9 +84,7 @@
         '{{ published | map(attribute='identifier') | join(',') }}' as tables,
         '{{ tojson(bases) }}' as bases
     {%- endcall %}
-    {% call statement('publish') -%}
-      alter table {{ this }} add if not exists partition (commit_id = {{ commit_id }}) location '{{ location }}'
-    {%- endcall %}
+    {% do adapter.lakerank_commit_swap(this, {'commit_id': commit_id, 'create': [['commit_id=' ~ commit_id, location]]}) %}
     {% do lakerank_lib.fault_point('published') %}
   {%- else -%}
     {% call statement('main') -%} select 'commit {{ commit_id }} is published' as status {%- endcall %}
@@ -96,12 +96,15 @@
   {%- endif -%}
   {#- Older publications go, but the last three: a reader may still be planning on one. -#}
   {%- set specs = before.keys() | map('replace', 'commit_id=', '') | map('int') | sort | list -%}
+  {%- set retired = [] -%}
   {%- for old in specs[:-2] if old != commit_id -%}
-    {% call statement('unpublish_' ~ old) -%}
-      alter table {{ this }} drop if exists partition (commit_id = {{ old }})
-    {%- endcall %}
-    {% do adapter.lakerank_delete_path(before['commit_id=' ~ old]) %}
+    {%- do retired.append(['commit_id=' ~ old, before['commit_id=' ~ old]]) -%}
   {%- endfor -%}
+  {%- if retired -%}
+    {%- set plan = {'commit_id': commit_id, 'drop': retired, 'location': root} -%}
+    {% do adapter.lakerank_commit_swap(this, plan) %}
+    {% do adapter.lakerank_commit_finish(this, plan) %}
+  {%- endif -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [this]}) }}
 {% endmaterialization %}

@@ -10,6 +10,7 @@ from dbt.adapters.base.impl import PythonJobHelper
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
 
+from dbt.adapters.lakerank.commits import CommitMixin
 from dbt.adapters.lakerank.connections import (
     LakerankConnectionManager,
     metastore_path,
@@ -18,10 +19,9 @@ from dbt.adapters.lakerank.connections import (
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
 from dbt.adapters.lakerank.remote import driver_side
 from dbt.adapters.lakerank.storage import StorageMixin
-from dbt.adapters.lakerank.swaps import SwapMixin
 
 
-class LakerankAdapter(StorageMixin, SwapMixin, SparkAdapter):
+class LakerankAdapter(StorageMixin, CommitMixin, SparkAdapter):
     ConnectionManager = LakerankConnectionManager  # type: ignore[assignment]
 
     @property

@@ -11,7 +11,7 @@ the ones the driver-side call sees.
 
 - client: :func:`driver_side` wraps each driver-side adapter method; on the connect target
   the call goes to :class:`RemoteDriver` instead of running here.
-- server: :class:`DriverOps` (the storage and swap mixins on a given session) behind
+- server: :class:`DriverOps` (the storage and commit mixins on a given session) behind
   :func:`serve_driver_ops`.
 """
 
@@ -214,10 +214,10 @@ def client_session(spark, user_id: str, session_id: str):
 
 def serve_driver_ops(spark, home: str, host: str, port: int) -> ThreadingHTTPServer:
     """Start the driver endpoint on ``host:port`` (a daemon thread) and return its server."""
+    from dbt.adapters.lakerank.commits import CommitMixin
     from dbt.adapters.lakerank.storage import StorageMixin
-    from dbt.adapters.lakerank.swaps import SwapMixin
 
-    class DriverOps(StorageMixin, SwapMixin):
+    class DriverOps(StorageMixin, CommitMixin):
         """The adapter's driver-side methods on one client's session."""
 
         def __init__(self, session) -> None:

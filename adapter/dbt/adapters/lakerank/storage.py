@@ -12,8 +12,9 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.connections import home_session, logger
 from dbt.adapters.lakerank.remote import driver_side, target_driver
+from python_udfs.commit import protocol
 from python_udfs.faults import inject_full_disk
-from python_udfs.jvm import delete_dirs_except, jvm_class, new_partition, scala_seq
+from python_udfs.jvm import jvm_class, scala_seq
 
 
 class StorageMixin(metaclass=AdapterMeta):
@@ -50,9 +51,11 @@ class StorageMixin(metaclass=AdapterMeta):
     @driver_side
     def lakerank_partition_locations(self, relation) -> Dict[str, str]:
         """``{"col=value": location}`` for every partition of ``relation`` (one metastore call)."""
-        if self._session() is None:
+        spark = self._session()
+        if spark is None:
             return {}
-        return {spec: location for spec, (_part, location) in self._partitions(relation).items()}
+        listing = protocol.partitions(spark, (relation.schema, relation.identifier))
+        return {spec: location for spec, (_part, location) in listing.items()}
 
     @available
     @driver_side
@@ -84,17 +87,6 @@ class StorageMixin(metaclass=AdapterMeta):
             return ""
         database = spark._jsparkSession.sharedState().externalCatalog().getDatabase(schema)
         return str(jvm_class(spark, "org.apache.hadoop.fs.Path")(database.locationUri()).toString())
-
-    @available
-    @driver_side
-    def lakerank_prune_versions(self, root: str, keep) -> int:
-        """Delete every directory under ``root`` except those in ``keep`` (locations): the
-        superseded versions of a merge-on-read base, or the directories of a killed attempt
-        that no partition references. Returns how many were deleted."""
-        spark = self._session()
-        if spark is None or not root:
-            return 0
-        return delete_dirs_except(spark, root, keep)
 
     @available
     @driver_side
@@ -130,7 +122,7 @@ class StorageMixin(metaclass=AdapterMeta):
         if len(schemas) != 1:
             raise DbtRuntimeError(f"lakerank_tables_info: one schema at a time, got {sorted(schemas)}")
         for r in relations:  # a new commit: nothing listed before it is trusted
-            self._forget_listing(r)
+            protocol.forget((r.schema, r.identifier))
         by_name = {r.identifier.lower(): r.identifier for r in relations}
         catalog = spark._jsparkSession.sharedState().externalCatalog()
         found = catalog.getTablesByName(schemas.pop(), scala_seq(spark, list(by_name))).iterator()
@@ -163,7 +155,7 @@ class StorageMixin(metaclass=AdapterMeta):
         spec = empty.updated(column, str(value))
         return bool(catalog.getPartitionOption(relation.schema, relation.identifier, spec).isDefined())
 
-    # -- commits: table properties and partition swaps through the metastore --------------
+    # -- table properties (commit watermarks) through the metastore ----------------------
     @available
     @driver_side
     def lakerank_get_property(self, relation, key: str, default: str = "") -> str:
@@ -186,7 +178,7 @@ class StorageMixin(metaclass=AdapterMeta):
         value = props.get(key)
         return str(value.get()) if value.isDefined() else default
 
-    # -- pk_table: option validation, per-key merge, crash-safe partition swaps ----------
+    # -- views and writes a commit stages (commits.py swaps them in) ------------------------
     @available
     @driver_side
     def lakerank_query_schema(self, view: str):
@@ -266,36 +258,3 @@ class StorageMixin(metaclass=AdapterMeta):
                 raise DbtRuntimeError(str(exc)) from exc
         return ""
 
-    def _partitions(self, relation):
-        spark = self._session()
-        catalog = spark._jsparkSession.sharedState().externalCatalog()
-        out = {}
-        none = jvm_class(spark, "scala.Option").empty()
-        it = catalog.listPartitions(relation.schema, relation.identifier, none).iterator()
-        while it.hasNext():
-            part = it.next()
-            spec = part.spec()
-            keys, items = spec.keys().iterator(), []
-            while keys.hasNext():
-                k = keys.next()
-                items.append(f"{k}={spec.apply(k)}")
-            location = jvm_class(spark, "org.apache.hadoop.fs.Path")(part.location()).toString()
-            out["/".join(items)] = (part, str(location))
-        return out
-
-    @available
-    @driver_side
-    def lakerank_add_partition(self, relation, column: str, value, location: str) -> bool:
-        """Register partition ``column = value`` of ``relation`` at ``location`` (if absent)
-        with one external-catalog call. ``ALTER TABLE ... ADD PARTITION`` does the same after
-        parsing, analysing and looking the table up twice: 430 vs 255 ms per partition
-        measured. False without an embedded session (the caller runs the DDL instead)."""
-        spark = self._session()
-        if spark is None:
-            return False
-        catalog = spark._jsparkSession.sharedState().externalCatalog()
-        storage = catalog.getTable(relation.schema, relation.identifier).storage()
-        parts = scala_seq(spark, [new_partition(spark, f"{column}={value}", location, storage)])
-        catalog.createPartitions(relation.schema, relation.identifier, parts, True)
-        spark.catalog.refreshTable(f"{relation.schema}.{relation.identifier}")
-        return True

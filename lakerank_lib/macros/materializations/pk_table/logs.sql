@@ -20,11 +20,7 @@
 {% macro pk_write_log_partition(relation, column, value, info) -%}
   {%- set location = lakerank_lib.pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value -%}
   {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank_lib.write_fault()) %}
-  {%- if not adapter.lakerank_add_partition(relation, column, value, location) -%}
-    {% call statement('pk_register_' ~ relation.identifier) -%}
-      alter table {{ relation }} add if not exists partition ({{ column }} = {{ value }})
-    {%- endcall %}
-  {%- endif -%}
+  {% do adapter.lakerank_commit_swap(relation, {'create': [[column ~ '=' ~ value, location]]}) %}
 {%- endmacro %}
 
 

@@ -35,6 +35,8 @@
   logs' partitions are written as directories and registered with one metastore call each;
   the swap plan is written first (`_lakerank/intent.json`), so a run killed anywhere
   is rolled back to the previous commit by the next run, which then applies its input once.
+  The steps are lakerank's commit protocol (python_udfs/commit/protocol.py): stage (the
+  buckets, the logs), intent, swap, record (`lakerank.snapshot_id`), finish.
 -#}
 {% materialization pk_table, default %}
   {%- do adapter.lakerank_require_driver('pk_table') -%}
@@ -115,16 +117,16 @@
     {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
   {%- else -%}
     {% do lakerank_lib.pk_merge(target, views, layout, spec, partition_by, touched) %}
-    {%- set stage = lakerank_lib.pk_location(target, info) ~ '/_v/c' ~ lakerank_lib.commit_attempt(commit_id) -%}
+    {%- set stage = lakerank_lib.stage_dir(lakerank_lib.pk_location(target, info), 'c', commit_id) -%}
     {% do adapter.lakerank_write_dirs(lakerank_lib.pk_new_buckets(target, views, layout, spec, partition_by, touched),
                                       stage, partition_by + ['_bucket'], fault=lakerank_lib.write_fault()) %}
     {% do lakerank_lib.fault_point('staged') %}
     {% do lakerank_lib.pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) %}
     {% do lakerank_lib.fault_point('logged') %}
-    {%- set plan = adapter.lakerank_plan_swap(target, stage, partition_by | length + 1, touched, commit_id) -%}
+    {%- set plan = adapter.lakerank_commit_intent(target, commit_id, stage, partition_by | length + 1, touched) -%}
     {% do lakerank_lib.pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
     {% do lakerank_lib.fault_point('planned') %}
-    {% do adapter.lakerank_apply_swap(target, plan) %}
+    {% do adapter.lakerank_commit_swap(target, plan) %}
     {% do lakerank_lib.fault_point('swapped') %}
     {% call statement('main') -%}
       alter table {{ target }} set tblproperties (
@@ -136,7 +138,7 @@
         {%- if window is not none %}, '{{ lakerank_lib.commit_property() }}' = '{{ window['to'] }}'{% endif %})
     {%- endcall %}
     {% do lakerank_lib.fault_point('recorded') %}
-    {% do adapter.lakerank_finish_swap(target, plan) %}
+    {% do adapter.lakerank_commit_finish(target, plan) %}
     {% call statement('pk_drop_merged') -%} drop view if exists {{ views.merged }} {%- endcall %}
   {%- endif -%}
   {%- if window is not none and window['pending'] and touched | length == 0 -%}

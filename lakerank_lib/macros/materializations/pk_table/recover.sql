@@ -1,9 +1,10 @@
 {#- pk_table: crash recovery at the start of a run. -#}
 
 
-{#- Bring the table back to its last recorded commit (adapter.lakerank_recover: finish a
-    commit whose record was written, roll back one that died before, drop log partitions and
-    version directories of a dead attempt). Returns the last recorded snapshot id. -#}
+{#- Bring the table back to its last recorded commit (the commit protocol's recovery,
+    adapter.lakerank_commit_begin: finish a commit whose record was written, roll back one
+    that died before, drop log partitions and version directories of a dead attempt).
+    Returns the last recorded snapshot id. -#}
 {% macro pk_recover(target, tables, info) -%}
   {%- set snapshot_id = info[target.identifier]['properties'].get('lakerank.snapshot_id', '0') | int -%}
   {%- set logs = [] -%}
@@ -11,7 +12,7 @@
         if info[rel.identifier]['exists'] -%}
     {%- do logs.append([rel, col]) -%}
   {%- endfor -%}
-  {%- set done = adapter.lakerank_recover(target, snapshot_id, logs, lakerank_lib.pk_location(target, info)) -%}
+  {%- set done = adapter.lakerank_commit_begin(target, snapshot_id, logs, lakerank_lib.pk_location(target, info))['done'] -%}
   {%- if done -%}{{ log(done, info=true) }}{%- endif -%}
   {{ return(snapshot_id) }}
 {%- endmacro %}
