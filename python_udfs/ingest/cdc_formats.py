@@ -80,6 +80,15 @@ def _int(x: str) -> str:
     return f"CASE WHEN to_json({x}) RLIKE '^\"?-?[0-9]{{1,18}}\"?$' THEN try_variant_get({x}, '$', 'bigint') END"
 
 
+def _kind(x: str, name: str, allowed) -> str:
+    """The quarantine reason of a change kind ``x`` (``op``, ``type``) that is missing or not
+    one of ``allowed`` (SQL WHEN clauses)."""
+    text = f"try_variant_get({x}, '$', 'string')"
+    values = ", ".join(f"'{a}'" for a in allowed)
+    return (f"WHEN coalesce(to_json({x}), 'null') = 'null' THEN 'missing {name}' "
+            f"WHEN {text} IS NULL OR {text} NOT IN ({values}) THEN concat('unknown {name} ', {_shown(x)})")
+
+
 def _time(x: str, name: str) -> str:
     """The quarantine reason of a change time ``x`` that is missing or not an integer (SQL)."""
     return (f"WHEN coalesce(to_json({x}), 'null') = 'null' THEN 'missing {name}' "
@@ -118,9 +127,7 @@ def _debezium():
     ts = f"if({when}, {_int(source_ts)}, {_int(ts_ms)})"
     used = f"if({when}, {source_ts}, {ts_ms})"
     error = f"""CASE
-        WHEN variant_get({env}, '$.op') IS NULL THEN 'missing op'
-        WHEN {op} IS NULL OR {op} NOT IN ('c', 'r', 'u', 'd')
-            THEN concat('unknown op ', {_shown(f"variant_get({env}, '$.op')")})
+        {_kind(f"variant_get({env}, '$.op')", "op", "crud")}
         WHEN {op} IN ('c', 'r', 'u') AND NOT {_is_object(after)} THEN concat('op ''', {op}, ''' without after')
         WHEN {op} IN ('u', 'd') AND NOT {_is_object(before)} THEN concat('op ''', {op}, ''' without before')
         WHEN {ts} IS NULL AND {when} THEN concat('bad source.ts_ms ', {_shown(used)})
@@ -142,9 +149,7 @@ def _canal():
     es = _int("variant_get(v, '$.es')")
     rows = f"size({data}) * if({typ} = 'UPDATE', 2, 1)"
     error = f"""CASE
-        WHEN variant_get(v, '$.type') IS NULL THEN 'missing type'
-        WHEN {typ} IS NULL OR {typ} NOT IN ('INSERT', 'UPDATE', 'DELETE')
-            THEN concat('unknown type ', {_shown("variant_get(v, '$.type')")})
+        {_kind("variant_get(v, '$.type')", "type", ("INSERT", "UPDATE", "DELETE"))}
         WHEN variant_get(v, '$.data') IS NULL OR to_json(variant_get(v, '$.data')) = 'null' THEN 'missing data'
         WHEN {data} IS NULL THEN 'data is not an array'
         WHEN size({data}) = 0 THEN 'data is empty'
@@ -175,9 +180,7 @@ def _maxwell():
     data, old = "variant_get(v, '$.data')", "variant_get(v, '$.old')"
     ts = _int("variant_get(v, '$.ts')")
     error = f"""CASE
-        WHEN variant_get(v, '$.type') IS NULL THEN 'missing type'
-        WHEN {typ} IS NULL OR {typ} NOT IN ('insert', 'bootstrap-insert', 'update', 'delete')
-            THEN concat('unknown type ', {_shown("variant_get(v, '$.type')")})
+        {_kind("variant_get(v, '$.type')", "type", ("insert", "bootstrap-insert", "update", "delete"))}
         WHEN NOT {_is_object(data)} THEN 'data is not an object'
         WHEN {typ} = 'update' AND NOT {_is_object(old)} THEN 'update without an old object'
         {_time("variant_get(v, '$.ts')", "ts")}
