@@ -15,6 +15,7 @@ import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
+from python_udfs import progress
 from python_udfs.commit import protocol
 from python_udfs.faults import inject_full_disk
 from python_udfs.ingest.landed_lines import line_stream
@@ -275,6 +276,8 @@ def publish_quarantine_and_log(spark, parsed, *, commit_id: int, checkpoint_dir:
     log = spark.range(1).select(
         *[F.lit(stats[n]).cast("bigint").alias(n) for n in counts], batch_ts.alias("_committed_at"))
     publish_partition(spark, ingest_log[0], ingest_log[1], commit_id, log)
+    progress.report(ingest_log[0].split(".")[-1].removesuffix("_ingest_log").removesuffix("__ingest_log"),
+                    f"commit {commit_id} ingested: " + ", ".join(f"{n} {stats[n]:,}" for n in counts if n in stats))
 
 
 def commits_summary(stats_by_commit: Dict[int, Dict[str, int]], counts: str) -> str:

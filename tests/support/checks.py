@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pandas as pd
 
-from cdc import SEGMENT_SECONDS
+from cdc import SEGMENT_SECONDS, segment_start
 
 TS = "%Y-%m-%d %H:%M:%S"
 OPEN_END = "9999-12-31 23:59:59"
@@ -130,3 +130,45 @@ def assert_all_exact(lr, oracle, rank_function: str) -> None:
     assert_zipper_exact(lr, oracle, rank_function)
     assert_changelog_replays(lr, fct)
     assert_counts(lr, oracle)
+
+
+def _changed_keys(before: pd.DataFrame, after: pd.DataFrame, cols) -> tuple[set, set, set]:
+    """Keys (contract_id) new in ``after``, gone from ``before``, and on both sides with a
+    different row (``cols``, amounts to the cent)."""
+    def rows(df):
+        values = [[_amount(v) for v in df[c].tolist()] if c == "amount" else _none_for_missing(df[c]).tolist()
+                  for c in cols]
+        return dict(zip(df["contract_id"].tolist(), zip(*values)))
+    b, a = rows(before), rows(after)
+    return set(a) - set(b), set(b) - set(a), {k for k in set(a) & set(b) if a[k] != b[k]}
+
+
+def _with_segment_ranks(ranks: pd.DataFrame) -> pd.DataFrame:
+    """``expected_ranks`` (dense_rank) with the fact table's other columns: the segment, the
+    dense rank of the sign time within it (``mem_rn``) and the rest of ``asc_rn``
+    (``base_max_rn``)."""
+    df = ranks.copy()
+    times = pd.to_datetime(df["sign_time"])
+    df["segment_start"] = [segment_start(t) for t in times]
+    df["mem_rn"] = times.groupby([df["project_id"], df["segment_start"]]).rank(method="dense").astype("int64")
+    df["base_max_rn"] = df["asc_rn"] - df["mem_rn"]
+    return df
+
+
+def assert_build_summary(lr, counts: dict, before: pd.DataFrame, after: pd.DataFrame) -> None:
+    """The newest row of `build_summary` (issue G.4) says what the oracle says the build did:
+    the batch's events landed, applied and quarantined (``counts``: ``Oracle.consume``'s
+    return), and the fact table's changes from the expected ranks ``before`` to ``after``,
+    keyed by contract_id (a new, changed or gone row), with the projects they touch. For the
+    dense_rank pipeline (mem_rn is the dense rank of sign_time within the segment)."""
+    row = lr.spark().sql("select * from lakerank.build_summary order by to_commit desc, finished_at desc"
+                         " limit 1").collect()[0].asDict()
+    before, after = _with_segment_ranks(before), _with_segment_ranks(after)
+    cols = [c for c in RANK_COLS if c != "contract_id"]
+    new, gone, changed = _changed_keys(before, after, cols)
+    projects = set(after[after["contract_id"].isin(new | changed)]["project_id"]) | set(
+        before[before["contract_id"].isin(gone | changed)]["project_id"])
+    want = {"status": "success", "events_landed": counts["events_landed"], "events_applied": counts["applied"],
+            "events_quarantined": counts["quarantined"], "ranks_inserted": len(new), "ranks_updated": len(changed),
+            "ranks_deleted": len(gone), "projects_touched": len(projects)}
+    assert {k: row[k] for k in want} == want, row

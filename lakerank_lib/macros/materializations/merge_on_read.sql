@@ -148,6 +148,8 @@
     {% do lakerank_lib.fault_point('written') %}
     {% do adapter.lakerank_commit_swap(parts['audit'], {'commit_id': commit_id,
                                                         'create': [['_commit_id=' ~ commit_id, location]]}) %}
+    {% do lakerank_lib.progress('commit ' ~ commit_id ~ ': '
+          ~ '%.1f' | format(adapter.lakerank_path_bytes([location]) / 1024) ~ ' KiB of changed rows') %}
   {%- else -%}
     {% call statement('main') -%}
       select 'commit {{ commit_id }} already in the audit log' as status
@@ -195,6 +197,7 @@
   {%- endcall %}
   {% do adapter.lakerank_commit_swap(parts['base'], {'commit_id': commit_id, 'relocate': [current, location]}) %}
   {% do lakerank_lib.fault_point('compacted') %}
+  {% do lakerank_lib.progress('commit ' ~ commit_id ~ ': compacted into a new base') %}
   {% do lakerank_lib.merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
   {% do adapter.lakerank_commit_finish(parts['base'], {'commit_id': commit_id, 'location': parts['root']},
                                        [location, current, previous]) %}

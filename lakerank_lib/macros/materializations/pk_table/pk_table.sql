@@ -127,6 +127,7 @@
     {% do lakerank_lib.pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
     {% do lakerank_lib.fault_point('planned') %}
     {% do adapter.lakerank_commit_swap(target, plan) %}
+    {% do lakerank_lib.progress('commit ' ~ commit_id ~ ': ' ~ touched | length ~ ' (partition, bucket) directories rewritten') %}
     {% do lakerank_lib.fault_point('swapped') %}
     {% call statement('main') -%}
       alter table {{ target }} set tblproperties (

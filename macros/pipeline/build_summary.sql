@@ -1,0 +1,78 @@
+{#-
+  The build's one-screen summary (issue G.4; no seed table: Flink shows this in its web UI),
+  an on-run-end hook of every `dbt build` / `dbt run`: events landed, applied and quarantined,
+  rank changes and projects touched, models and tests by outcome, seconds per stage. It is
+  logged and appended to `<target schema>.build_summary` (one row a build), for a scheduler to
+  alert on (docs/operations.md). It covers the commits since the last summary's `to_commit`
+  (the ingest's head then), so every event and rank change is counted in exactly one row,
+  also when a build failed half-way and the next one finished its commits.
+  LAKERANK_BUILD_SUMMARY=off in the environment skips it (~0.5 s a build; lakerank's own tests
+  do, but test_pipeline_exact).
+-#}
+{% macro build_summary(results) -%}
+  {%- if not execute or flags.WHICH not in ('build', 'run') or env_var('LAKERANK_BUILD_SUMMARY', 'on') == 'off' -%}
+    {{ return('') }}
+  {%- endif -%}
+  {%- set summary = adapter.Relation.create(schema=target.schema, identifier='build_summary', type='table') -%}
+  {%- set changelog = adapter.Relation.create(schema=target.schema, identifier='stg_contract_changelog') -%}
+  {%- set ingest_log = adapter.Relation.create(schema=target.schema, identifier='stg_contract_ingest_log') -%}
+  {%- set ranks = adapter.Relation.create(schema=target.schema, identifier='fct_contract_rank__audit_log') -%}
+  {%- set info = adapter.lakerank_tables_info([summary, changelog, ingest_log, ranks]) -%}
+  {%- set to_commit = info[changelog.identifier]['properties'].get(lakerank_lib.commit_property(), '-1') | int -%}
+  {%- set since = '(select coalesce(max(to_commit), -1) from ' ~ summary ~ ')' if info[summary.identifier]['exists'] else '-1' -%}
+  {%- set window = '_commit_id > ' ~ since ~ ' and _commit_id <= ' ~ to_commit -%}
+  {%- set parts = [since] -%}
+  {%- for rel, exprs, none_yet in [
+        (ingest_log, 'coalesce(sum(events_landed), 0), coalesce(sum(applied), 0), coalesce(sum(quarantined), 0)', '0,0,0'),
+        (ranks, "count_if(rowkind = '+I'), count_if(rowkind = '+U'), count_if(rowkind = '-D'), count(distinct project_id)",
+         '0,0,0,0')] -%}
+    {%- if info[rel.identifier]['exists'] -%}
+      {%- do parts.append("(select concat_ws(',', " ~ exprs ~ ") from " ~ rel ~ " where " ~ window ~ ")") -%}
+    {%- else -%}
+      {%- do parts.append("'" ~ none_yet ~ "'") -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set values = lakerank_lib.query_values("select concat_ws(',', " ~ parts | join(', ') ~ ")")[0].split(',') | map('int') | list -%}
+  {%- set from_commit = values[0] -%}
+  {%- set counts = dict(zip(['events_landed', 'events_applied', 'events_quarantined', 'ranks_inserted',
+                             'ranks_updated', 'ranks_deleted', 'projects_touched'], values[1:])) -%}
+  {%- set times = lakerank_lib.run_stage_times(results) -%}
+  {%- set failed = times.status.get('model:error', 0) + times.status.get('test:fail', 0) + times.status.get('test:error', 0) -%}
+  {%- set status = 'error' if failed else 'success' -%}
+  {%- set row = {
+        'invocation_id': "'" ~ invocation_id ~ "'",
+        'command': "'" ~ flags.WHICH ~ "'",
+        'finished_at': 'current_timestamp()',
+        'status': "'" ~ status ~ "'",
+        'from_commit': from_commit, 'to_commit': to_commit,
+        'events_landed': counts.events_landed, 'events_applied': counts.events_applied,
+        'events_quarantined': counts.events_quarantined,
+        'ranks_inserted': counts.ranks_inserted, 'ranks_updated': counts.ranks_updated,
+        'ranks_deleted': counts.ranks_deleted, 'projects_touched': counts.projects_touched,
+        'nodes': "'" ~ tojson(times.status) ~ "'",
+        'stage_seconds': "'" ~ tojson(times.seconds) ~ "'",
+        'total_seconds': '%.3f' | format(times.total),
+  } -%}
+  {% do lakerank_lib.append_summary_row(summary, row, info[summary.identifier]['exists']) %}
+  {%- set lines = [
+        'lakerank build summary: ' ~ status ~ ', commits ' ~ (from_commit + 1) ~ '..' ~ to_commit
+          ~ ' (invocation ' ~ invocation_id[:8] ~ ', table ' ~ summary ~ ')',
+        '  events  landed ' ~ counts.events_landed ~ '  applied ' ~ counts.events_applied
+          ~ '  quarantined ' ~ counts.events_quarantined ~ '  no change (no-op, stale, before-image) '
+          ~ (counts.events_landed - counts.events_applied - counts.events_quarantined),
+        '  ranks   +I ' ~ counts.ranks_inserted ~ '  +U ' ~ counts.ranks_updated ~ '  -D ' ~ counts.ranks_deleted
+          ~ '  projects touched ' ~ counts.projects_touched,
+        '  nodes   ' ~ lakerank.summary_pairs(times.status, '%d'),
+        '  seconds ' ~ lakerank.summary_pairs(times.seconds, '%.1f') ~ '  (total ' ~ row.total_seconds ~ ')',
+  ] -%}
+  {{ log(lines | join('\n'), info=true) }}
+  {{ return('') }}
+{%- endmacro %}
+
+
+{#- `key value` pairs of a dict, sorted by key, values formatted with `fmt`. -#}
+{% macro summary_pairs(values, fmt) -%}
+  {%- set out = [] -%}
+  {%- for key, value in values.items() | sort -%}{%- do out.append(key ~ ' ' ~ fmt | format(value)) -%}{%- endfor -%}
+  {{ return(out | join('  ')) }}
+{%- endmacro %}
