@@ -91,6 +91,10 @@ def report_batch(i: int, n: int, name: str, seconds: float) -> None:
     print(f"      events landed {log['events_landed']}: applied {log['applied']}, no-op {log['noop']}, "
           f"stale/duplicate {log['stale']}, before-image {log['before_image']}, quarantined {log['quarantined']}")
     print("      rank changes: " + (", ".join(f"{r['rowkind']} {r['n']}" for r in changes) or "none"))
+    summary = s.sql("select * from lakerank.build_summary order by finished_at desc limit 1").first()
+    print(f"      build summary (lakerank.build_summary, docs/operations.md): {summary['status']}, ranks "
+          f"+I {summary['ranks_inserted']} +U {summary['ranks_updated']} -D {summary['ranks_deleted']}, "
+          f"projects touched {summary['projects_touched']}, seconds by stage {summary['stage_seconds']}")
     s.sql(
         "select project_id, contract_id, date_format(sign_time, 'yyyy-MM-dd HH:mm:ss') as sign_time, "
         "date_format(segment_start, 'yyyy-MM-dd') as segment, mem_rn, base_max_rn, asc_rn "

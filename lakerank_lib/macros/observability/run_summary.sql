@@ -24,7 +24,9 @@
     {%- do status.update({s: status.get(s, 0) + 1}) -%}
     {%- set total.s = total.s + r.execution_time -%}
   {%- endfor -%}
-  {{ return({'seconds': seconds, 'status': status, 'total': total.s}) }}
+  {%- set rounded = {} -%}
+  {%- for stage, s in seconds.items() -%}{%- do rounded.update({stage: s | round(2)}) -%}{%- endfor -%}
+  {{ return({'seconds': rounded, 'status': status, 'total': total.s}) }}
 {%- endmacro %}
 
 
