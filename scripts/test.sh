@@ -3,6 +3,10 @@
 # pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# This checkout's own code first, whichever checkout the editable install points at (a clone
+# testing beside another one must not import the other's adapter or python_udfs; Spark's
+# Python workers and the crash tests' dbt processes inherit it).
+export PYTHONPATH="$PWD/adapter:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 bash scripts/lint.sh || exit 1
 # The JVM's class-data-sharing archive (adapter/dbt/adapters/lakerank/jvm_archive.py): built
 # once per machine (~30 s), it halves every cold dbt process's JVM start-up, and the crash
