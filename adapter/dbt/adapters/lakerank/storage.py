@@ -111,6 +111,8 @@ class StorageMixin(metaclass=AdapterMeta):
         out: Dict[str, Dict[str, Any]] = {
             r.identifier: {"exists": False, "location": "", "properties": {}} for r in relations
         }
+        if self._nothing_to_introspect():
+            return out
         spark = self._session()
         if spark is None:
             for r in relations:
@@ -227,7 +229,9 @@ class StorageMixin(metaclass=AdapterMeta):
         there. No table and no metastore call: callers register the directories they keep
         (a CTAS or ``insert overwrite ... partition`` pays two to four metastore round trips
         per write, most of a small commit's time). With ``like`` (a table), the columns are
-        cast to that table's leading columns by position, as an insert would.
+        cast to that table's columns of the same name (by position, as an insert would, when
+        some name is not the table's): a log table that gained columns (``on_schema_change``)
+        keeps its partition column last, so the new columns follow ``_commit_time``.
 
         ``fault`` (test hook, ``lakerank_fault: "write:<part>"``): when ``location`` contains
         ``<part>``, the write fails as a full disk would, after leaving a torn parquet file."""
@@ -238,7 +242,13 @@ class StorageMixin(metaclass=AdapterMeta):
         df = spark.sql(sql)
         if like is not None:
             fields = spark.table(f"{like.schema}.{like.identifier}").schema.fields
-            df = df.select([F.col(f"`{c}`").cast(f.dataType).alias(f.name) for c, f in zip(df.columns, fields)])
+            named = {f.name.lower(): f for f in fields}
+            pairs = (
+                [(c, named[c.lower()]) for c in df.columns]
+                if all(c.lower() in named for c in df.columns)
+                else list(zip(df.columns, fields))
+            )
+            df = df.select([F.col(f"`{c}`").cast(f.dataType).alias(f.name) for c, f in pairs])
         writer = df.write.mode("overwrite")
         if partition_by:
             writer = writer.partitionBy(*partition_by)
