@@ -29,7 +29,7 @@
 
   Commit source (required): the model's SQL reads it with lakerank_lib.pending_rows(ref(...))
   or calls lakerank_lib.commit_window(ref(...)) first.
-  Config: primary_key (list, required), state_fingerprint,
+  Config: primary_key (list, required), state_fingerprint, on_schema_change (schema_change.sql),
   cluster_by (default primary_key), compact_commits (default 10), compact_ratio (0.5),
   compact_min_bytes (16 MiB).
 -#}
@@ -50,6 +50,8 @@
           ~ " merge-on-read view over " ~ parts['base'] ~ ". Run `dbt build --full-refresh` to rebuild it.") }}
     {%- endif -%}
     {% do lakerank_lib.check_fingerprint(view_relation, fingerprint) %}
+    {#- on_schema_change (schema_change.sql): the query this run writes -#}
+    {%- set query = lakerank_lib.merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint) -%}
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
@@ -66,7 +68,7 @@
       {%- if predicate is none -%}
         {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank_lib.declare_rewrite('<predicate>')") }}
       {%- endif -%}
-      {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, window) %}
+      {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, window, query) %}
       {% do lakerank_lib.fault_point('committed') %}
       {%- set base_commit = adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1') | int -%}
       {%- if lakerank_lib.merge_on_read_needs_compaction(parts, base_commit) -%}
@@ -131,7 +133,7 @@
     log as partition `_commit_id = window.to` (unless a killed run already added it): the
     commit protocol's begin (sweep a dead attempt's directory), stage, swap (one metastore
     call: the commit point; the materialization then records the watermark). -#}
-{% macro merge_on_read_commit(view_relation, parts, primary_key, predicate, window) -%}
+{% macro merge_on_read_commit(view_relation, parts, primary_key, predicate, window, query=none) -%}
   {%- set commit_id = window['to'] -%}
   {%- set committed = adapter.lakerank_partition_exists(parts['audit'], '_commit_id', commit_id) -%}
   {%- if not committed -%}
@@ -142,7 +144,7 @@
       insert overwrite directory '{{ location }}' using parquet
       {{ lakerank_lib.audit_diff(
           '(select * from ' ~ view_relation ~ ' as t where ' ~ predicate ~ ')',
-          '(' ~ sql ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
+          '(' ~ (query or sql) ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
     {% do adapter.lakerank_write_fault(location, lakerank_lib.write_fault()) %}
     {% do lakerank_lib.fault_point('written') %}

@@ -2,8 +2,9 @@
   pk_table — Paimon's primary-key table on plain parquet. One `dbt run` of the model is one
   commit; the model's SELECT is the commit's input. Reference: lakerank_lib/docs/pk_table.md.
   Its steps, one file each beside this one (the way dbt-spark splits `incremental`):
-  validate.sql (columns vs config), ddl.sql (tables, views), recover.sql (a dead run's
-  commit), merge.sql (the merge), logs.sql (state and audit logs), snapshots.sql.
+  validate.sql (columns vs config), evolve.sql (changed columns or merge rules,
+  on_schema_change), ddl.sql (tables, views), recover.sql (a dead run's commit), merge.sql
+  (the merge), logs.sql (state and audit logs), snapshots.sql.
 
   Config
     primary_key   list of key columns (required; must contain every partition column)
@@ -23,6 +24,9 @@
     commits only when that source has pending commits, and records the source's head.
     state_fingerprint optional: settings the table's state depends on (a run with other
                   settings stops unless --full-refresh)
+    on_schema_change  fail (default), ignore, append_new_columns, sync_all_columns: the
+                  SELECT's columns against the stored ones; a changed merge rule of a stored
+                  column (`lakerank.options`) always stops (evolve.sql)
   An input column `rowkind` ('+I', '-U', '+U', '-D'; NULL or absent = '+I') is the row kind
   and is not stored.
 
@@ -71,6 +75,9 @@
     {{ sql }}
   {%- endcall %}
   {%- set schema = adapter.lakerank_query_schema(views.source) -%}
+  {%- if existed -%}  {#- on_schema_change and changed merge rules: evolve.sql -#}
+    {%- set schema = lakerank_lib.pk_schema_change(target, tables, views.source, schema, options, info) -%}
+  {%- endif -%}
   {%- set layout = lakerank_lib.pk_layout(schema, primary_key, partition_by, order_by) -%}
   {%- set spec = adapter.lakerank_pk_spec(this.identifier, options, layout.columns, primary_key, partition_by) -%}
   {%- set fingerprint = primary_key | join(',') ~ '|' ~ partition_by | join(',') ~ '|' ~ spec.bucket -%}
@@ -133,7 +140,8 @@
       alter table {{ target }} set tblproperties (
         'lakerank.snapshot_id' = '{{ commit_id }}',
         'lakerank.ignore-delete' = '{{ spec.ignore_delete | lower }}',
-        'lakerank.ignore-update-before' = '{{ spec.ignore_update_before | lower }}'
+        'lakerank.ignore-update-before' = '{{ spec.ignore_update_before | lower }}',
+        'lakerank.options' = '{{ lakerank_lib.pk_state_options_property(options) }}'
         {%- if compaction.full %}, 'lakerank.full_compaction_id' = '{{ commit_id }}'{% endif %}
         {%- if config.get('state_fingerprint') %}, 'lakerank.fingerprint' = '{{ config.get('state_fingerprint') }}'{% endif %}
         {%- if window is not none %}, '{{ lakerank_lib.commit_property() }}' = '{{ window['to'] }}'{% endif %})
