@@ -97,8 +97,8 @@
   {%- set cached = adapter.lakerank_memo_get(key) -%}
   {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
   {%- set mine = lakerank.contract_window() -%}
-  {%- set built_for = [adapter.lakerank_get_property(scope, 'lakerank.window_from', 'none'),
-                       adapter.lakerank_get_property(scope, lakerank_lib.commit_property(), 'none')] -%}
+  {%- set props = adapter.lakerank_tables_info([scope])[scope.identifier]['properties'] -%}  {#- one metastore call -#}
+  {%- set built_for = [props.get('lakerank.window_from', 'none'), props.get(lakerank_lib.commit_property(), 'none')] -%}
   {%- if built_for == [mine['from'] | string, mine['to'] | string] -%}
     {%- set relation = scope | string -%}
   {%- else -%}
