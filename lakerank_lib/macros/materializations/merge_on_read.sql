@@ -50,7 +50,12 @@
           ~ " merge-on-read view over " ~ parts['base'] ~ ". Run `dbt build --full-refresh` to rebuild it.") }}
     {%- endif -%}
     {% do lakerank_lib.check_fingerprint(view_relation, fingerprint) %}
-    {#- on_schema_change (schema_change.sql): the query this run writes -#}
+  {%- endif -%}
+  {#- on_schema_change (schema_change.sql): the query this run writes. Only a run that
+      commits asks (it analyses the model's SELECT once more): a run with nothing pending
+      writes nothing, and the next one that writes checks. -#}
+  {%- set query = none -%}
+  {%- if existing is not none and not full_refresh and window['pending'] -%}
     {%- set query = lakerank_lib.merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint) -%}
   {%- endif -%}
 
