@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Per-build wall time of the pipeline in a given checkout (docs/benchmarks.md, "The CI budget
+# (twentieth session)"): the demo's four contract batches landed one at a time, a pipeline-only
+# `dbt run` after each, then two runs with nothing to do. Compare two commits back to back:
+#   git worktree add /tmp/old <rev> && bash scripts/bench_runs.sh /tmp/old && bash scripts/bench_runs.sh .
+set -euo pipefail
+tree=$(cd "${1:-.}" && pwd)
+export PYTHONPATH="$tree/adapter:$tree" LAKERANK_HOME="/tmp/lakerank_bench_runs_$(basename "$tree")"
+export LAKERANK_BUILD_SUMMARY=off
+rm -rf "$LAKERANK_HOME" && mkdir -p "$LAKERANK_HOME/landing/contracts"
+cd "$tree"
+run() { /usr/bin/time -f "$(basename "$tree") $1: %e s" dbt run -q --project-dir . --profiles-dir profiles \
+          --exclude tag:example 2>&1 | grep -E "^$(basename "$tree") |rror" || true; }
+for b in 00 01 02 03; do
+  cp "seeds/demo/batch_$b.jsonl" "$LAKERANK_HOME/landing/contracts/"
+  run "batch $b"
+done
+run "nothing to do"
+run "nothing to do"
