@@ -276,7 +276,7 @@ def publish_quarantine_and_log(spark, parsed, *, commit_id: int, checkpoint_dir:
     log = spark.range(1).select(
         *[F.lit(stats[n]).cast("bigint").alias(n) for n in counts], batch_ts.alias("_committed_at"))
     publish_partition(spark, ingest_log[0], ingest_log[1], commit_id, log)
-    progress.report(ingest_log[0].split(".")[-1].removesuffix("_ingest_log").removesuffix("__ingest_log"),
+    progress.report(ingest_log[0].split(".")[-1].removesuffix("__ingest_log").removesuffix("_ingest_log"),
                     f"commit {commit_id} ingested: " + ", ".join(f"{n} {stats[n]:,}" for n in counts if n in stats))
 
 
