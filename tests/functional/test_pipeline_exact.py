@@ -1,9 +1,9 @@
 """The seed-000 pipeline is exact after every incremental build, for every rank function,
 on generated CDC streams with late, duplicate, stale, updated, moved and deleted events,
-contracts at 00:00:00, ties and several segments per project per batch; and, beside them,
-the benchmark's own stream at a width small streams do not reach (issue F.2): a history
-spanning ~1,000 day segments and ~24,000 projects of skewed sizes, then a micro-batch that
-touches thousands of projects at once."""
+contracts at 00:00:00, ties and several segments per project per batch; and, beside them for
+the default rank function, the benchmark's own stream at a width small streams do not reach
+(issue F.2): a history spanning ~1,000 day segments and ~24,000 projects of skewed sizes, then
+a micro-batch that touches thousands of projects at once."""
 
 from __future__ import annotations
 
@@ -55,12 +55,15 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch):
     if summarised:
         monkeypatch.setenv("LAKERANK_BUILD_SUMMARY", "on")
     batches = cdc.generate_batches(seed=seed, n_batches=4, events_per_batch=60, n_projects=6)
-    wide = dict(zip((0, 2), wide_stream(seed)))
+    # The wide stream rides with the default rank function only (the CI's budget): what it
+    # stresses (slices, buckets, commits of thousands of projects) does not depend on the
+    # function, and the functions' differences are covered by the small streams.
+    wide = dict(zip((0, 2), wide_stream(seed))) if rank_function == "dense_rank" else {}
     oracle = cdc.Oracle()
     first_created: dict[str, dict[str, str]] = {}
     for i, generated in enumerate(batches):
         # Beside the generated stream, the moves of issue F.1 (test_rank_regressions.py) and,
-        # in batches 0 and 2, the benchmark's wide stream.
+        # for dense_rank in batches 0 and 2, the benchmark's wide stream.
         lines = [*generated, *scenario_batch(i), *wide.get(i, [])]
         path = lakerank.land(lines)
         ranks_before = expected_ranks(oracle, rank_function) if summarised else None

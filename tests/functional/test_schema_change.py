@@ -16,6 +16,12 @@ Models (commit source: `sc_events`, a table model whose rows are the landed comm
   customer_max   pk_table aggregation: `amount` sum -> max is refused
   totals         merge_on_read over orders_pk, append_new_columns: new column `n_orders`
   totals_fail    merge_on_read over orders_pk, default: adding `n_orders` stops the run
+  totals_ignore  merge_on_read over orders_pk, ignore: `total` replaced by `n_orders`; stored
+                 columns kept (`total` NULL in the rewritten rows, `n_orders` not written)
+  totals_sync    merge_on_read over orders_pk, sync_all_columns: `total` renamed to
+                 `amount_total` (a drop plus an add) is refused
+  orders_rename  pk_table, append_new_columns: `amount` renamed to `order_amount`: the new
+                 column is added (stored rows read NULL), the old one kept (NULL from commit 2)
 """
 
 from __future__ import annotations
@@ -84,6 +90,9 @@ V1 = {
     "customer_max": pk("customer, amount", key="customer", options=AGG),
     "totals": totals("sum(amount) as total", mode="append_new_columns"),
     "totals_fail": totals("sum(amount) as total"),
+    "totals_ignore": totals("sum(amount) as total", mode="ignore"),
+    "totals_sync": totals("sum(amount) as total", mode="sync_all_columns"),
+    "orders_rename": pk("order_id, customer, amount", mode="append_new_columns", options=DEDUP_SEQ),
 }
 V2 = {
     "sc_events": events_model(2),
@@ -97,6 +106,10 @@ V2 = {
     "customer_max": pk("customer, amount", key="customer", options=AGG_MAX),
     "totals": totals("sum(amount) as total, count(*) as n_orders", mode="append_new_columns"),
     "totals_fail": totals("sum(amount) as total, count(*) as n_orders"),
+    "totals_ignore": totals("count(*) as n_orders", mode="ignore"),
+    "totals_sync": totals("sum(amount) as amount_total", mode="sync_all_columns"),
+    "orders_rename": pk("order_id, customer, amount as order_amount", mode="append_new_columns",
+                        options=DEDUP_SEQ),
 }
 
 
@@ -126,7 +139,7 @@ def built(runner, tmp_path_factory):
     """Commit 1 with V1, commit 2 with V2 (some models refused), and the full refresh."""
     dbt = PkProject(runner, tmp_path_factory.mktemp("schema_change"), V1)
     dbt.invoke("run")
-    after1 = {name: table(dbt, name, "1") for name in ("orders_fail", "customer_max", "totals_fail")}
+    after1 = {name: table(dbt, name, "1") for name in ("orders_fail", "customer_max", "totals_fail", "totals_sync")}
     for name, sql in V2.items():
         dbt.write_model(name, sql)
     second = dbt.invoke("run", expect_success=False)
@@ -139,7 +152,8 @@ def built(runner, tmp_path_factory):
         "totals": dbt.rows("select * from lakerank.totals__audit_log"),
     }
     other = {name: table(dbt, name, "1") for name in ("orders_ignore", "orders_sync", "orders_sync_drop",
-                                                      "customer_agg", "customer_max", "orders_fail", "totals_fail")}
+                                                      "customer_agg", "customer_max", "orders_fail", "totals_fail",
+                                                      "totals_ignore", "totals_sync", "orders_rename")}
     # a logic change upstream, then the documented rebuild of it and everything downstream
     dbt.write_model("orders_pk", pk("order_id, customer, amount * 10 as amount", options=DEDUP_SEQ))
     third = dbt.invoke("run", "--full-refresh", "--select", "orders_pk+")
@@ -219,8 +233,39 @@ def test_merge_on_read_append_new_columns(built):
     assert {r["customer"] for r in log if r["_commit_id"] == 2 and r["n_orders"] is not None} == touched
 
 
+def test_merge_on_read_ignore_keeps_stored_columns(built):
+    assert built["status"]["totals_ignore"][0] == "success", built["status"]["totals_ignore"]
+    before = latest(events(1)).groupby("customer", as_index=False).agg(total=("amount", "sum"))
+    customers = sorted(set(events(2)["customer"]))
+    touched = set(events(2).query("_commit_id == 2")["customer"])
+    old = dict(zip(before["customer"], before["total"]))
+    # the rewritten customers' rows carry no `total` (no longer selected); n_orders is not stored
+    want = [{"customer": c, "total": None if c in touched else int(old[c])} for c in customers]
+    assert sorted(built["other"]["totals_ignore"], key=lambda r: r["customer"]) == want
+
+
+def test_merge_on_read_sync_all_columns_refuses_a_rename(built):
+    status, message = built["status"]["totals_sync"]
+    assert status == "error", message
+    for part in ("totals_sync", "cannot drop total bigint", "dbt build --full-refresh --select totals_sync+"):
+        assert part in message, (part, message)
+    assert built["other"]["totals_sync"] == built["after1"]["totals_sync"]
+
+
+def test_rename_with_append_new_columns_keeps_both(built):
+    assert built["status"]["orders_rename"][0] == "success", built["status"]["orders_rename"]
+    want = latest(events(2)).copy()
+    second = want["_commit_id"] == 2
+    want["order_amount"] = want["amount"].where(second)  # stored rows read NULL in the new column
+    want["amount"] = want["amount"].where(~second)  # the old column is no longer written
+    got = built["other"]["orders_rename"]
+    assert sorted(got, key=lambda r: r["order_id"]) == frame_rows(
+        want.rename(columns={"_commit_id": "seq"}), ["order_id", "customer", "amount", "seq", "order_amount"],
+        "order_id")
+
+
 def test_full_refresh_rebuilds_from_upstream_and_downstream_follows(built):
-    assert built["third"] == ["orders_pk", "totals", "totals_fail"]
+    assert built["third"] == ["orders_pk", "totals", "totals_fail", "totals_ignore", "totals_sync"]
     orders = latest(events(2)).copy()
     orders["amount"] *= 10
     got = [{k: r[k] for k in ("order_id", "customer", "amount")} for r in built["state3"]["orders_pk"]]

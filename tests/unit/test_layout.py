@@ -122,18 +122,31 @@ FORWARDED = [
 ]
 
 
-@pytest.mark.parametrize("name,args", FORWARDED, ids=[n for n, _ in FORWARDED])
-def test_design_names_in_this_project_are_the_library_macros(tmp_path, name, args):
-    """`lakerank.<name>(...)` compiles to exactly what `lakerank_lib.<name>(...)` does (no Spark:
-    compiling on a never-built home asks the metastore nothing)."""
+@pytest.fixture(scope="module")
+def forwarded_compiled(tmp_path_factory):
+    """Every FORWARDED call compiled through each package: one `dbt compile --inline` per
+    package (the calls between markers), both in one target folder (the second reuses the
+    first's parse)."""
     from dbt.cli.main import dbtRunner
 
+    target = tmp_path_factory.mktemp("forwarded")
     compiled = {}
     for package in ("lakerank", "lakerank_lib"):
+        inline = "\n".join(f"/*@@{name}@@*/ {{{{ {package}.{name}({args}) }}}}" for name, args in FORWARDED)
         res = dbtRunner().invoke([
             "compile", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), "--quiet",
-            "--target-path", str(tmp_path / package), "--inline", f"{{{{ {package}.{name}({args}) }}}}"])
+            "--target-path", str(target), "--inline", inline + "\n/*@@END@@*/"])
         assert res.success, res.exception
-        compiled[package] = res.result.results[0].node.compiled_code
-    assert compiled["lakerank"] == compiled["lakerank_lib"]
-    assert compiled["lakerank"].strip()
+        text = res.result.results[0].node.compiled_code
+        compiled[package] = {name: re.split(r"/\*@@\w+@@\*/", text.split(f"/*@@{name}@@*/", 1)[1], maxsplit=1)[0]
+                             for name, _ in FORWARDED}
+    return compiled
+
+
+@pytest.mark.parametrize("name,args", FORWARDED, ids=[n for n, _ in FORWARDED])
+def test_design_names_in_this_project_are_the_library_macros(forwarded_compiled, name, args):
+    """`lakerank.<name>(...)` compiles to exactly what `lakerank_lib.<name>(...)` does (no Spark:
+    compiling on a never-built home asks the metastore nothing)."""
+    ours, library = (forwarded_compiled[p][name] for p in ("lakerank", "lakerank_lib"))
+    assert ours == library
+    assert ours.strip()
