@@ -1,8 +1,9 @@
-"""CDC input formats of the contract stream: each landed line of ``debezium-json``,
-``canal-json`` or ``maxwell-json`` (the shapes of Flink's formats of those names) as zero or
-more native events (``lakerank``: one event a line), which the contract stream's parser and
-validator (:mod:`python_udfs.ingest.contract_lines`) then check unchanged. docs/cdc_formats.md
-is the user's page.
+"""CDC input formats of the contract stream (and, through :func:`change_events` with
+``versions``, of the declared streams of :mod:`python_udfs.ingest.landing_ingest`): each
+landed line of ``debezium-json``, ``canal-json`` or ``maxwell-json`` (the shapes of Flink's
+formats of those names) as zero or more native events (``lakerank``: one event a line),
+which the contract stream's parser and validator (:mod:`python_udfs.ingest.contract_lines`)
+then check unchanged. docs/cdc_formats.md is the user's page.
 
 Conversion (Spark column expressions over the line's VARIANT, then ``posexplode``)
 -------------------------------------------------------------------------------------------
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 from python_udfs.ingest.landed_lines import trim_space
 
-__all__ = ["FORMATS", "SUB_BITS", "check_format", "physical_line", "to_native_events"]
+__all__ = ["FORMATS", "SUB_BITS", "change_events", "check_format", "physical_line", "to_native_events"]
 
 FORMATS = ("lakerank", "debezium-json", "canal-json", "maxwell-json")
 SUB_BITS = 20  # events of one line: at most 2**20 - 1 (a larger line is quarantined)
@@ -51,10 +52,11 @@ _FIELDS = ("contract_id", "project_id", "sign_time", "amount")
 _MS_MIN, _MS_MAX = -62135596800000, 253402300799999
 
 
-def check_format(fmt) -> str:
-    """``fmt`` if it is a known format, else a ValueError naming the allowed values."""
+def check_format(fmt, what: str = "contracts format") -> str:
+    """``fmt`` if it is a known format, else a ValueError (``unknown <what> '...'``) naming the
+    allowed values."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown contracts format {fmt!r}: allowed values are {', '.join(FORMATS)}")
+        raise ValueError(f"unknown {what} {fmt!r}: allowed values are {', '.join(FORMATS)}")
     return fmt
 
 
@@ -116,8 +118,9 @@ def _update(before_row: str, before_old: str, after_row: str, before_image: str,
     return f"array({retract}, {add})"
 
 
-def _debezium():
-    """(envelope error, events, op_ts epoch ms) of a Debezium line (SQL over ``v``)."""
+def _debezium(versions: bool = False):
+    """(envelope error, events, op_ts epoch ms) of a Debezium line (SQL over ``v``);
+    ``versions``: the row images of a version stream (:func:`change_events`)."""
     env = "coalesce(variant_get(v, '$.payload'), v)"
     op = f"try_variant_get({env}, '$.op', 'string')"
     before, after = f"variant_get({env}, '$.before')", f"variant_get({env}, '$.after')"
@@ -134,20 +137,26 @@ def _debezium():
         WHEN {ts} IS NULL AND coalesce(to_json({ts_ms}), 'null') = 'null' THEN 'missing source.ts_ms and ts_ms'
         WHEN {ts} IS NULL THEN concat('bad ts_ms ', {_shown(used)})
     END"""
-    events = f"""CASE {op}
-        WHEN 'u' THEN {_update(before, "cast(null as variant)", after, "'before'", "'after'")}
-        WHEN 'd' THEN array({_event("'-D'", "'before'", before)})
-        ELSE array({_event("'+I'", "'after'", after)})
-    END"""
+    if versions:
+        events = f"""CASE {op}
+            WHEN 'd' THEN array({_event("'d'", "'before'", before)})
+            ELSE array({_event(f"if({op} = 'u', 'u', 'c')", "'after'", after)})
+        END"""
+    else:
+        events = f"""CASE {op}
+            WHEN 'u' THEN {_update(before, "cast(null as variant)", after, "'before'", "'after'")}
+            WHEN 'd' THEN array({_event("'-D'", "'before'", before)})
+            ELSE array({_event("'+I'", "'after'", after)})
+        END"""
     return error, events, ts
 
 
-def _canal():
+def _canal(versions: bool = False):
     """(envelope error, events, op_ts epoch ms) of a Canal line (SQL over ``v``)."""
     typ = "try_variant_get(v, '$.type', 'string')"
     data, old = "try_variant_get(v, '$.data', 'array<variant>')", "try_variant_get(v, '$.old', 'array<variant>')"
     es = _int("variant_get(v, '$.es')")
-    rows = f"size({data}) * if({typ} = 'UPDATE', 2, 1)"
+    rows = f"size({data})" if versions else f"size({data}) * if({typ} = 'UPDATE', 2, 1)"
     error = f"""CASE
         {_kind("variant_get(v, '$.type')", "type", ("INSERT", "UPDATE", "DELETE"))}
         WHEN variant_get(v, '$.data') IS NULL OR to_json(variant_get(v, '$.data')) = 'null' THEN 'missing data'
@@ -164,6 +173,9 @@ def _canal():
         return f"if({_is_object(x)}, null, concat('{name}[', i, '] is not an object'))"
 
     label = "concat('data[', i, ']')"
+    if versions:
+        kind = f"CASE {typ} WHEN 'INSERT' THEN 'c' WHEN 'UPDATE' THEN 'u' ELSE 'd' END"
+        return error, f"transform({data}, (d, i) -> {_event(kind, label, 'd', err=err('d', 'data'))})", es
     update = _update("d", f"{old}[i]", "d", f"concat({label}, ' before')", label,
                      f"coalesce({err('d', 'data')}, {err(f'{old}[i]', 'old')})")
     single = _event(f"if({typ} = 'DELETE', '-D', '+I')", label, "d", err=err("d", "data"))
@@ -174,7 +186,7 @@ def _canal():
     return error, events, es
 
 
-def _maxwell():
+def _maxwell(versions: bool = False):
     """(envelope error, events, op_ts epoch ms) of a Maxwell line (SQL over ``v``)."""
     typ = "try_variant_get(v, '$.type', 'string')"
     data, old = "variant_get(v, '$.data')", "variant_get(v, '$.old')"
@@ -185,11 +197,15 @@ def _maxwell():
         WHEN {typ} = 'update' AND NOT {_is_object(old)} THEN 'update without an old object'
         {_time("variant_get(v, '$.ts')", "ts")}
     END"""
-    events = f"""CASE {typ}
-        WHEN 'update' THEN {_update(data, old, data, "'data before'", "'data'")}
-        WHEN 'delete' THEN array({_event("'-D'", "'data'", data)})
-        ELSE array({_event("'+I'", "'data'", data)})
-    END"""
+    if versions:
+        kind = f"CASE {typ} WHEN 'update' THEN 'u' WHEN 'delete' THEN 'd' ELSE 'c' END"
+        events = "array(" + _event(kind, "'data'", data) + ")"
+    else:
+        events = f"""CASE {typ}
+            WHEN 'update' THEN {_update(data, old, data, "'data before'", "'data'")}
+            WHEN 'delete' THEN array({_event("'-D'", "'data'", data)})
+            ELSE array({_event("'+I'", "'data'", data)})
+        END"""
     return error, events, f"try_multiply({ts}, 1000)"
 
 
@@ -215,17 +231,22 @@ def _field(name: str, digit_strings: bool):
     return f"coalesce({j}, 'null')"
 
 
-def to_native_events(lines, fmt: str):
+def change_events(lines, fmt: str, columns, versions: bool = False):
     """``lines`` (``landed_lines.numbered_lines``: file, line, n_events, text, batch_us; line 0
-    = a file's marker) of format ``fmt`` as one row per event (and per malformed line) with
-    the same columns (``text`` the landed line) plus ``native`` (the event as a native JSON
-    line), ``origin`` (``<format> <image>``, the prefix of a validation reason) and ``bad``
-    (an envelope's quarantine reason); ``line`` is the order position (module doc), a
-    marker's ``n_events`` the number of events of its file."""
+    = a file's marker) of format ``fmt`` as one row per event (and per malformed line): file,
+    line (the order position, module doc), n_events (a marker's: the number of events of its
+    file; 0 on the other rows), text (the landed line), batch_us, then ``columns(e, ts_ms,
+    bad)``'s ``(name, Column)`` pairs (NULL on the markers), computed from the event ``e``
+    (a struct: ``op``, ``image`` label, ``row``, ``old``, ``err``; NULL for a malformed
+    line), its change time ``ts_ms`` (epoch milliseconds) and ``bad`` (the quarantine
+    reason of a malformed envelope or of a row that is not an object, ``<format>: ...``).
+    ``versions``: the events of a version stream, one a changed row: ``op`` ``c`` (insert,
+    snapshot read) or ``u`` with the new row, ``d`` with the old row (docs/examples.md);
+    otherwise the contract stream's ``+I``/``-U``/``+U``/``-D`` (module doc)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    error, events, ts = _CONVERTERS[check_format(fmt)]()
+    error, events, ts = _CONVERTERS[check_format(fmt)](versions)
     text = F.col("text")
     trimmed = trim_space(text)
     is_object = trimmed.startswith("{") & trimmed.endswith("}")
@@ -246,27 +267,39 @@ def to_native_events(lines, fmt: str):
         F.when(~good, F.concat(F.lit(f"{fmt}: "), F.col("problem"))).alias("bad"),
         F.posexplode_outer(F.when(good, F.expr(events))).alias("i", "e"),
     )
-    op_ts = F.expr("cast(cast(timestamp_millis(ts_ms) as timestamp_ntz) as string)")
-    native = F.concat(
-        F.lit('{"op":"'), F.expr("e.op"), F.lit('"'),
-        *[F.concat(F.lit(f',"{n}":'), F.expr(_field(n, fmt == "canal-json"))) for n in _FIELDS],
-        F.lit(',"op_ts":"'), op_ts, F.lit('"}'))
+    bad = F.coalesce(F.col("bad"), F.when(F.expr("e.err").isNotNull(), F.concat(F.lit(f"{fmt}: "), F.expr("e.err"))))
     converted = exploded.select(
         "file",
         (F.col("line") * (1 << SUB_BITS) + F.coalesce(F.col("i"), F.lit(0))).cast("bigint").alias("line"),
         F.lit(0).cast("bigint").alias("n_events"),
         "text",
         "batch_us",
-        F.when(F.col("bad").isNull(), native).alias("native"),
-        F.concat(F.lit(f"{fmt} "), F.expr("e.image")).alias("origin"),
-        F.coalesce(F.col("bad"), F.when(F.expr("e.err").isNotNull(), F.concat(
-            F.lit(f"{fmt}: "), F.expr("e.err")))).alias("bad"),
+        *[value.alias(name) for name, value in columns(F.col("e"), F.col("ts_ms"), bad)],
     )
+    extra = converted.schema.fields[5:]
     markers = lines.where(marker).select(
-        "file", "line", "n_events", "text", "batch_us",
-        *[F.lit(None).cast("string").alias(c) for c in ("native", "origin", "bad")])
+        "file", "line", "n_events", "text", "batch_us", *[F.lit(None).cast(f.dataType).alias(f.name) for f in extra])
     both = converted.unionByName(markers)
     # A marker's n_events: the events its file's lines became (every row but the marker).
     per_file = Window.partitionBy("file")
     return both.withColumn("n_events", F.when(
         F.col("line") == 0, F.count(F.when(F.col("line") > 0, 1)).over(per_file)).otherwise(F.lit(0)).cast("bigint"))
+
+
+def to_native_events(lines, fmt: str):
+    """``lines`` (``landed_lines.numbered_lines``) of format ``fmt`` as the contract stream's
+    events (:func:`change_events`) with ``native`` (the event as a native JSON line),
+    ``origin`` (``<format> <image>``, the prefix of a validation reason) and ``bad`` (an
+    envelope's quarantine reason)."""
+    from pyspark.sql import functions as F
+
+    def columns(e, ts_ms, bad):
+        op_ts = F.timestamp_millis(ts_ms).cast("timestamp_ntz").cast("string")  # the business wall clock
+        native = F.concat(
+            F.lit('{"op":"'), e.op, F.lit('"'),
+            *[F.concat(F.lit(f',"{n}":'), F.expr(_field(n, fmt == "canal-json"))) for n in _FIELDS],
+            F.lit(',"op_ts":"'), op_ts, F.lit('"}'))
+        return [("native", F.when(bad.isNull(), native)), ("origin", F.concat(F.lit(f"{fmt} "), e.image)),
+                ("bad", bad)]
+
+    return change_events(lines, fmt, columns)

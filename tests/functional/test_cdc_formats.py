@@ -26,6 +26,13 @@ so equal staged rows give equal ranks. The one full build checks that end to end
 each format's projects equal each other's and the oracle's, and every table equals the oracle
 fed with the native equivalent of everything landed (assert_all_exact), with the counts
 reconciled (every landed event applied or quarantined).
+
+The declared example streams (models/examples/_examples_streams.yml) take the same formats
+as versions: on the same home, two more runs of their three ingests only (``dbt run --select``,
+~11 s): projects as debezium-json, payments as canal-json, design changes as maxwell-json
+(``--vars``), then their equivalent native lines (the default format); the staged rows must
+be equal row for row and in order, and the malformed envelopes, the deletes of the streams
+without an ``op`` field and a refused row quarantined and counted.
 """
 
 from __future__ import annotations
@@ -360,3 +367,223 @@ def test_unknown_format_is_refused(landed):
                                          "lakerank, debezium-json, canal-json, maxwell-json"):
         run_contract_ingest(landed[0].spark(), landing_dir="/nonexistent", checkpoint_dir="/nonexistent",
                             changelog_table="x.c", quarantine_table="x.q", ingest_log_table="x.l", fmt="avro-json")
+
+
+# --------------------------------------------------------------------------------------------
+# The declared example streams (models/examples/_examples_streams.yml), one format each, on the
+# same home: the CDC messages in one build, their equivalent native lines in the next
+# --------------------------------------------------------------------------------------------
+
+def _ms(y, mo, d, h, mi, s=0) -> int:
+    """Epoch milliseconds of a UTC time."""
+    return int(_dt.datetime(y, mo, d, h, mi, s, tzinfo=_dt.timezone.utc).timestamp() * 1000)
+
+
+def _project(pid, city, designer, status, t):
+    return {"project_id": pid, "city": city, "designer": designer, "status": status, "update_time": t}
+
+
+def _payment(pay_id, project_id, amount, t):
+    return {"payment_id": pay_id, "project_id": project_id, "amount": Decimal(amount), "pay_time": t}
+
+
+def _design(change_id, project_id, designer, status, t):
+    return {"change_id": change_id, "project_id": project_id, "designer": designer, "design_status": status,
+            "change_time": t}
+
+
+P1 = _project(901, "Shanghai", "wang", "signed", _dt.datetime(2024, 3, 1, 9, 0, 0))
+P2 = _project(902, "Hangzhou", "li", "designing", _dt.datetime(2024, 3, 1, 10, 0, 0))
+P3 = dict(_project(903, "Suzhou", "chen", "signed", _dt.datetime(2024, 3, 2, 8, 0, 0)), op="zz")  # a column 'op'
+PAY = [_payment(811, 901, "120.50", _dt.datetime(2024, 3, 2, 9, 0)),
+       _payment(812, 902, "80.00", _dt.datetime(2024, 3, 2, 9, 5))]
+D1, D2 = _design(951, 901, "wang", "draft", _dt.datetime(2024, 3, 3, 9)), _design(952, 902, "li", "review",
+                                                                                  _dt.datetime(2024, 3, 3, 10))
+T0 = _ms(2024, 3, 4, 1, 0)
+# Per stream (model, format, var, CDC table): the source's changes, one message each:
+# (kind, [(before, after) per row], change time in ms), the kinds the format's own
+# (Debezium op, Canal type, Maxwell type); a message given as a string is a malformed
+# envelope, with its reason.
+STREAMS = {
+    "projects": ("stg_project_changes", "debezium-json", "projects_format", [
+        ("r", [(None, P1)], T0),
+        ("c", [(None, P2)], T0 + 1000),
+        ("u", [(P1, dict(P1, city="Ningbo", update_time=_dt.datetime(2024, 3, 2, 9, 30)))], T0 + 2000),
+        ("u", [(P2, dict(P2, designer="zhang"))], T0 + 2000),  # same change time: ordered by line
+        ("d", [(dict(P2, designer="zhang"), None)], T0 + 3000),
+        ("c", [(None, P3)], T0 + 3500),
+        ('{"schema": null, "payload": null}', "debezium-json: missing op"),
+        (env.debezium_message("u", None, {"project_id": 901, "city": "Ningbo"}, T0),
+         "debezium-json: op 'u' without before"),
+    ]),
+    "payments": ("stg_payments", "canal-json", "payments_format", [
+        ("INSERT", [(None, PAY[0]), (None, PAY[1])], T0),
+        ("UPDATE", [(PAY[0], dict(PAY[0], amount=Decimal("125.50"))),
+                    (PAY[1], dict(PAY[1], amount=Decimal("90.00")))], T0 + 1000),
+        ("INSERT", [(None, _payment(813, 901, "5.00", _dt.datetime(2024, 3, 2, 10))),
+                    (None, dict(_payment(814, 902, "6.00", _dt.datetime(2024, 3, 2, 10)), project_id="x"))], T0 + 2000),
+        ("DELETE", [(PAY[1], None)], T0 + 3000),
+        ('{"data": null, "es": 1709514000000, "isDdl": true, "sql": "ALTER TABLE payments ADD note text", '
+         '"type": "ALTER", "ts": 1709514000000}', "canal-json: unknown type 'ALTER'"),
+    ]),
+    "design_changes": ("stg_design_changes", "maxwell-json", "design_changes_format", [
+        ("insert", [(None, D1)], T0),
+        ("insert", [(None, D2)], T0 + 1000),
+        ("update", [(D1, dict(D1, designer="chen", design_status="review"))], T0 + 2000),
+        ("bootstrap-insert", [(None, _design(953, 903, "li", "draft", _dt.datetime(2024, 3, 3, 11)))], T0 + 2000),
+        ("delete", [(D2, None)], T0 + 3000),
+        ('{"type": "insert", "ts": 1709514000, "data": [1]}', "maxwell-json: data is not an object"),
+    ]),
+}
+_TYPES = {"payment_id": "bigint", "project_id": "bigint", "amount": "decimal(18,2)", "pay_time": "datetime"}
+# The version each kind stands for (docs/examples.md): (native op, the image it carries).
+_VERSION = {"r": ("c", 1), "c": ("c", 1), "u": ("u", 1), "d": ("d", 0), "INSERT": ("c", 1), "UPDATE": ("u", 1),
+            "DELETE": ("d", 0), "insert": ("c", 1), "bootstrap-insert": ("c", 1), "update": ("u", 1),
+            "delete": ("d", 0)}
+
+
+def _text(v):
+    return v.strftime("%Y-%m-%d %H:%M:%S") if isinstance(v, _dt.datetime) else str(v)
+
+
+def _message(fmt, kind, changes, ts_ms, n):
+    """A change as ``fmt`` writes it: Debezium plain with DATETIME as epoch ms (every other
+    message wrapped, with strings; the second without source.ts_ms), Canal's strings, Maxwell's
+    typed values."""
+    if fmt == "debezium-json":
+        wrapped = n % 2 == 0
+
+        def image(r):
+            if r is None:
+                return None
+            return {k: v if not isinstance(v, _dt.datetime) else _text(v) if wrapped else
+                    int((v - _dt.datetime(1970, 1, 1)).total_seconds() * 1000) for k, v in r.items()}
+
+        (before, after), = changes
+        line = env.debezium_message(kind, image(before), image(after), ts_ms, "projects", wrapped, pos=n)
+        if n == 2:  # the envelope's ts_ms is the change time when there is no source.ts_ms
+            obj = json.loads(line)
+            payload = obj.get("payload", obj)
+            del payload["source"]["ts_ms"]
+            payload["ts_ms"] = ts_ms
+            line = json.dumps(obj)
+        return line
+    if fmt == "canal-json":
+        def strings(r):
+            return {k: _text(v) for k, v in r.items()}
+
+        data = [strings(a if a is not None else b) for b, a in changes]
+        old = [env.changed(strings(b), strings(a)) for b, a in changes] if kind == "UPDATE" else None
+        return env.canal_message(kind, data, old, ts_ms, "payments", _TYPES, n)
+    (before, after), = changes
+
+    def typed(r):
+        return {k: (_text(v) if isinstance(v, _dt.datetime) else float(v) if isinstance(v, Decimal) else v)
+                for k, v in r.items()}
+
+    old = env.changed(typed(before), typed(after)) if kind == "update" else None
+    return env.maxwell_message(kind, typed(after if after is not None else before), old, ts_ms, "design_changes", n)
+
+
+def _native(image, op, ts_ms, with_op):
+    """The equivalent native line of a version: the image's values as a native line writes
+    them, ``op`` (only on a stream that declares one) and ``op_ts`` the change time."""
+    obj = {k: _text(v) if isinstance(v, (_dt.datetime, Decimal)) else v for k, v in image.items() if k != "op"}
+    if with_op:
+        obj["op"] = op
+    obj["op_ts"] = env.wall_clock(ts_ms, ZONE)
+    return json.dumps(obj)
+
+
+@pytest.fixture(scope="module")
+def example_streams(landed):
+    """Build 1: each stream's messages in its format, ``dbt run --select`` the three ingests
+    with the formats' vars; build 2: the equivalent native lines, the same run without vars
+    (the default, lakerank). Returns (lakerank, {stream: (CDC file, native file, expected
+    quarantine of the envelopes and deletes [(physical line, reason, raw line)], events
+    landed, the native events [(message's line, row index, image label, native line, the
+    message)])})."""
+    lr = landed[0]
+    models = [model for model, _, _, _ in STREAMS.values()]
+    out = {}
+    for stream, (model, fmt, _, messages) in STREAMS.items():
+        lines, native, quarantine, events = [], [], [], 0
+        for n, msg in enumerate(messages, start=1):
+            if len(msg) == 2:  # a malformed envelope
+                lines.append(msg[0])
+                quarantine.append((n, msg[1], msg[0]))
+                events += 1
+                continue
+            kind, changes, ts_ms = msg
+            lines.append(_message(fmt, kind, changes, ts_ms, n))
+            op, side = _VERSION[kind]
+            for i, change in enumerate(changes):
+                events += 1
+                label = ("before" if op == "d" else "after") if fmt == "debezium-json" else (
+                    f"data[{i}]" if fmt == "canal-json" else "data")
+                if op == "d" and model != "stg_project_changes":  # no op field: quarantined
+                    quarantine.append((n, f"{fmt} {label}: delete on a stream without an op field", lines[-1]))
+                else:
+                    native.append((n, i, label, _native(change[side], op, ts_ms, model == "stg_project_changes"),
+                                   lines[-1]))
+        out[stream] = [os.path.basename(lr.land(lines, stream=stream)), None, quarantine, events, native]
+    lr.dbt("run", "--select", *models, vars={var: fmt for _, fmt, var, _ in STREAMS.values()})
+    for stream, entry in out.items():
+        entry[1] = os.path.basename(lr.land([line for _, _, _, line, _ in entry[4]], stream=stream))
+    lr.dbt("run", "--select", *models)
+    return lr, out
+
+
+def _declared(model):
+    import yaml
+
+    from lakerank_project import ROOT
+
+    declared = yaml.safe_load((ROOT / "models" / "examples" / "_examples_streams.yml").read_text())
+    return [f["name"] for m in declared["models"] if m["name"] == model for f in m["config"]["stream"]["fields"]]
+
+
+def _mine(df, name):
+    return df[df["_source_file"].str.endswith(name)].sort_values("_source_line")
+
+
+def test_example_streams_stage_what_their_native_lines_stage(example_streams):
+    """Each stream's CDC events stage exactly the rows its equivalent native lines stage, in
+    the same order, and each row's position is its message's physical line and row index."""
+    lr, out = example_streams
+    for stream, (cdc_file, native_file, _, _, native) in out.items():
+        model = STREAMS[stream][0]
+        fields = _declared(model)
+        table = lr.table(model)
+        cdc_rows, native_rows = _mine(table, cdc_file), _mine(table, native_file)
+        want = list(native_rows[fields].itertuples(index=False, name=None))
+        assert len(want) > 2 and len(cdc_rows) == len(want), stream
+        assert list(cdc_rows[fields].itertuples(index=False, name=None)) == want, stream
+        applied = [native[int(k) - 1][:2] for k in native_rows["_source_line"]]
+        assert [(int(p) >> 20, int(p) & 0xFFFFF) for p in cdc_rows["_source_line"]] == applied, stream
+    projects = _mine(lr.table("stg_project_changes"), out["projects"][0])
+    assert list(projects["op"]) == ["c", "c", "u", "u", "d", "c"]  # P3's own column 'op' is not the kind
+
+
+def test_example_streams_quarantine_and_count_every_event(example_streams):
+    """The malformed envelopes and the deletes of the streams without an op field are
+    quarantined with their reasons; a row the native line of which is refused is refused with
+    the same reason, prefixed with its image; every event is counted (a Canal message: one a
+    row)."""
+    lr, out = example_streams
+    for stream, (cdc_file, native_file, quarantine, events, native) in out.items():
+        model, fmt = STREAMS[stream][:2]
+        rows = lr.table(f"{model}__quarantine")
+        got = sorted((os.path.basename(f), int(n), reason, raw) for f, n, reason, raw in
+                     rows[["_source_file", "_source_line", "reason", "raw_line"]].itertuples(index=False, name=None))
+        native_bad = [row for row in got if row[0] == native_file]
+        refused = [(cdc_file, native[k - 1][0], f"{fmt} {native[k - 1][2]}: {reason}", native[k - 1][4])
+                   for _, k, reason, _ in native_bad]
+        assert got == sorted([(cdc_file, n, reason, raw) for n, reason, raw in quarantine] + refused + native_bad)
+        log = lr.table(f"{model}__ingest_log").sort_values("_commit_id")
+        counts = [(int(r.events_landed), int(r.applied), int(r.quarantined)) for r in log.itertuples()]
+        n_bad = len(quarantine) + len(refused)
+        assert counts == [(events, events - n_bad, n_bad),
+                          (len(native), len(native) - len(native_bad), len(native_bad))], stream
+    assert [len(out[s][2]) for s in STREAMS] == [2, 2, 2]
+    assert len(_mine(lr.table("stg_payments__quarantine"), out["payments"][1])) == 1  # project_id "x"

@@ -107,12 +107,27 @@ def _debezium_row(r: Optional[Row], wrapped: bool):
     }
 
 
-_DEBEZIUM_SCHEMA = {"type": "struct", "name": "dbserver1.lakerank.contracts.Envelope", "optional": False,
-                    "fields": [{"type": "struct", "optional": True, "field": "before"},
-                               {"type": "struct", "optional": True, "field": "after"},
-                               {"type": "struct", "optional": False, "field": "source"},
-                               {"type": "string", "optional": False, "field": "op"},
-                               {"type": "int64", "optional": True, "field": "ts_ms"}]}
+def debezium_message(op: str, before: Optional[dict], after: Optional[dict], ts_ms: int, table: str = "contracts",
+                     wrapped: bool = False, pos: int = 0, row: int = 0) -> str:
+    """One Debezium change event of a MySQL table (``source.ts_ms`` the change time, the
+    envelope's ``ts_ms`` 250 ms later), plain or in the ``schema``/``payload`` wrapper."""
+    envelope = {
+        "before": before, "after": after,
+        "source": {"version": "2.7.0.Final", "connector": "mysql", "name": "dbserver1",
+                   "ts_ms": ts_ms, "snapshot": "true" if op == "r" else "false",
+                   "db": "lakerank", "table": table, "server_id": 223344,
+                   "file": "mysql-bin.000003", "pos": pos, "row": row},
+        "op": op, "ts_ms": ts_ms + 250, "transaction": None,
+    }
+    if not wrapped:
+        return json.dumps(envelope)
+    schema = {"type": "struct", "name": f"dbserver1.lakerank.{table}.Envelope", "optional": False,
+              "fields": [{"type": "struct", "optional": True, "field": "before"},
+                         {"type": "struct", "optional": True, "field": "after"},
+                         {"type": "struct", "optional": False, "field": "source"},
+                         {"type": "string", "optional": False, "field": "op"},
+                         {"type": "int64", "optional": True, "field": "ts_ms"}]}
+    return json.dumps({"schema": schema, "payload": envelope})
 
 
 def debezium_lines(st: Statement, wrapped: bool = False, pos: int = 0) -> List[str]:
@@ -125,15 +140,8 @@ def debezium_lines(st: Statement, wrapped: bool = False, pos: int = 0) -> List[s
             op = {"snapshot": "r", "insert": "c", "update": "u", "delete": "d"}[st.kind]
             parts = [(op, before, after)]
         for op, b, a in parts:
-            envelope = {
-                "before": _debezium_row(b, wrapped), "after": _debezium_row(a, wrapped),
-                "source": {"version": "2.7.0.Final", "connector": "mysql", "name": "dbserver1",
-                           "ts_ms": st.ts_ms, "snapshot": "true" if op == "r" else "false",
-                           "db": "lakerank", "table": "contracts", "server_id": 223344,
-                           "file": "mysql-bin.000003", "pos": pos, "row": i},
-                "op": op, "ts_ms": st.ts_ms + 250, "transaction": None,
-            }
-            out.append(json.dumps({"schema": _DEBEZIUM_SCHEMA, "payload": envelope} if wrapped else envelope))
+            out.append(debezium_message(op, _debezium_row(b, wrapped), _debezium_row(a, wrapped), st.ts_ms,
+                                        wrapped=wrapped, pos=pos, row=i))
     return out
 
 
@@ -142,9 +150,24 @@ def _strings(r: Row) -> dict:
             "amount": None if r.amount is None else str(r.amount)}
 
 
-def _changed(before: dict, after: dict) -> dict:
+def changed(before: dict, after: dict) -> dict:
     """Canal's and Maxwell's ``old``: the before values of the changed columns only."""
     return {k: v for k, v in before.items() if after[k] != v}
+
+
+_SQL_TYPES = {"bigint": -5, "datetime": 93, "decimal(18,2)": 3, "varchar(64)": 12}
+
+
+def canal_message(kind: str, data: List[dict], old: Optional[List[dict]], es: int, table: str,
+                  mysql_types: dict, msg_id: int = 1) -> str:
+    """One Canal flat message (``kind`` INSERT, UPDATE or DELETE; ``es`` the binlog time,
+    ``ts`` Canal's 120 ms later); ``data``'s first column is the primary key."""
+    return json.dumps({
+        "data": data, "database": "lakerank", "es": es, "id": msg_id, "isDdl": False,
+        "mysqlType": mysql_types, "old": old, "pkNames": [next(iter(mysql_types))], "sql": "",
+        "sqlType": {k: _SQL_TYPES[t] for k, t in mysql_types.items()},
+        "table": table, "ts": es + 120, "type": kind,
+    })
 
 
 def canal_lines(st: Statement, msg_id: int = 1) -> List[str]:
@@ -152,16 +175,10 @@ def canal_lines(st: Statement, msg_id: int = 1) -> List[str]:
     data = [_strings(a if a is not None else b) for b, a in st.changes]
     old = None
     if st.kind == "update":
-        old = [_changed(_strings(b), _strings(a)) for b, a in st.changes]
-    return [json.dumps({
-        "data": data, "database": "lakerank", "es": st.ts_ms, "id": msg_id, "isDdl": False,
-        "mysqlType": {"contract_id": "bigint", "project_id": "bigint", "sign_time": "datetime",
-                      "amount": "decimal(18,2)"},
-        "old": old, "pkNames": ["contract_id"], "sql": "",
-        "sqlType": {"contract_id": -5, "project_id": -5, "sign_time": 93, "amount": 3},
-        "table": "contracts", "ts": st.ts_ms + 120,
-        "type": {"snapshot": "INSERT", "insert": "INSERT", "update": "UPDATE", "delete": "DELETE"}[st.kind],
-    })]
+        old = [changed(_strings(b), _strings(a)) for b, a in st.changes]
+    kind = {"snapshot": "INSERT", "insert": "INSERT", "update": "UPDATE", "delete": "DELETE"}[st.kind]
+    types = {"contract_id": "bigint", "project_id": "bigint", "sign_time": "datetime", "amount": "decimal(18,2)"}
+    return [canal_message(kind, data, old, st.ts_ms, "contracts", types, msg_id)]
 
 
 def _typed(r: Row) -> dict:
@@ -169,23 +186,30 @@ def _typed(r: Row) -> dict:
             "amount": _number(r.amount)}
 
 
+def maxwell_message(kind: str, data: dict, old: Optional[dict], ts_ms: int, table: str, xid: int = 1,
+                    i: int = 0, last: bool = True) -> str:
+    """One Maxwell message (``ts`` in seconds) of row ``i`` of transaction ``xid``; ``data``'s
+    first column is the primary key."""
+    key = next(iter(data))
+    msg = {"database": "lakerank", "table": table, "type": kind, "ts": ts_ms // 1000,
+           "xid": xid, "position": f"master.000006:{800911 + i}", "server_id": 23042,
+           "thread_id": 108, "primary_key": [data[key]], "primary_key_columns": [key], "data": data}
+    if old is not None:
+        msg["old"] = old
+    if last:
+        msg["commit"] = True  # the transaction's last row; the others carry their xoffset
+    else:
+        msg["xoffset"] = i
+    return json.dumps(msg)
+
+
 def maxwell_lines(st: Statement, xid: int = 1) -> List[str]:
-    """One message a row (``ts`` in seconds)."""
-    out = []
+    """One message a row."""
     kind = {"snapshot": "bootstrap-insert", "insert": "insert", "update": "update", "delete": "delete"}[st.kind]
-    for i, (before, after) in enumerate(st.changes):
-        msg = {"database": "lakerank", "table": "contracts", "type": kind, "ts": st.ts_ms // 1000,
-               "xid": xid, "position": f"master.000006:{800911 + i}", "server_id": 23042,
-               "thread_id": 108, "primary_key": [(after or before).contract_id],
-               "primary_key_columns": ["contract_id"], "data": _typed(after if after is not None else before)}
-        if st.kind == "update":
-            msg["old"] = _changed(_typed(before), _typed(after))
-        if i == len(st.changes) - 1:
-            msg["commit"] = True  # the transaction's last row; the others carry their xoffset
-        else:
-            msg["xoffset"] = i
-        out.append(json.dumps(msg))
-    return out
+    return [maxwell_message(kind, _typed(after if after is not None else before),
+                            changed(_typed(before), _typed(after)) if st.kind == "update" else None,
+                            st.ts_ms, "contracts", xid, i, i == len(st.changes) - 1)
+            for i, (before, after) in enumerate(st.changes)]
 
 
 def render(fmt: str, st: Statement, zone: str, n: int = 1) -> List[str]:

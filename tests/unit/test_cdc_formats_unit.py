@@ -106,3 +106,34 @@ def test_events_per_line_follow_the_accounting_table():
         assert events == len(st.changes) * (2 if st.kind == "update" else 1)
         assert len(env.maxwell_lines(st)) == len(st.changes)
     assert {st.kind for st in statements} == {"snapshot", "insert", "update", "delete"}
+
+
+def test_declared_stream_format_is_checked_when_its_model_runs():
+    """A declared stream's ``format``: an unknown value, or a CDC format on fields that cannot
+    take it, fails the model's run with a message naming the model (before Spark is used)."""
+    import types
+
+    import yaml
+
+    from python_udfs.ingest.landing_ingest import check_stream_format, normalise_fields, run_declared_stream
+
+    declared = yaml.safe_load((ROOT / "models" / "examples" / "_examples_streams.yml").read_text())
+    streams = {m["name"]: m["config"]["stream"] for m in declared["models"]}
+    # every example stream takes its format from a var, lakerank by default
+    for model, stream in streams.items():
+        var = stream["folder"] + "_format"
+        assert stream["format"] == f"{{{{ var('{var}', 'lakerank') }}}}", model
+        for fmt in cdc_formats.FORMATS:
+            assert check_stream_format(fmt, normalise_fields(stream["fields"])) == fmt
+    this = types.SimpleNamespace(schema="lakerank", identifier="stg_payments")
+    with pytest.raises(ValueError, match="^model stg_payments: unknown stream format 'avro-json': allowed values "
+                                         "are lakerank, debezium-json, canal-json, maxwell-json$"):
+        run_declared_stream(None, this, dict(streams["stg_payments"], format="avro-json"))
+    fields = [f for f in streams["stg_payments"]["fields"] if f["name"] != "op_ts"]
+    with pytest.raises(ValueError, match="model stg_payments: format canal-json sets op_ts"):
+        run_declared_stream(None, this, dict(streams["stg_payments"], format="canal-json", fields=fields))
+    fields = [*streams["stg_payments"]["fields"], {"name": "op", "type": "bigint"}]
+    with pytest.raises(ValueError, match="a declared op must be of type string"):
+        run_declared_stream(None, this, dict(streams["stg_payments"], format="maxwell-json", fields=fields))
+    # lakerank asks nothing of the fields
+    assert check_stream_format("lakerank", normalise_fields([("op", "bigint", True)])) == "lakerank"
