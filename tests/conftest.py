@@ -72,7 +72,7 @@ def pytest_sessionfinish(session, exitstatus):
 SPLIT_FILES = {"test_pipeline_exact.py", "test_connect_target.py"}
 LONGEST_FIRST = ["test_crash_soak.py", "test_paimon_vectors.py", "test_pipeline_exact.py", "test_connect_target.py",
                  "test_temporal_macros.py", "test_contract_ingest.py", "test_pk_table_crash.py",
-                 "test_cluster_target.py", "test_examples.py", "test_dbt_native.py", "test_cdc_formats.py",
+                 "test_cluster_target.py", "test_examples.py", "test_cdc_formats.py",
                  "test_schema_change.py",
                  "test_pk_table_properties.py",
                  "test_rank_regressions.py", "test_reliability.py"]

@@ -38,7 +38,6 @@ import json
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from python_udfs.jvm import (
-    delete_dirs_except,
     external_catalog,
     jvm_class,
     moved_partition,
@@ -299,12 +298,6 @@ def delete_path(spark, location: str) -> bool:
         return False
     path, fs = _fs(spark, location)
     return bool(fs.delete(path, True))
-
-
-def replace_dirs(spark, root: str, keep: Iterable[str]) -> int:
-    """Delete every directory directly under ``root`` but ``keep`` (an ingest commit's other
-    attempts; a base's superseded versions)."""
-    return delete_dirs_except(spark, root, keep)
 
 
 # -- recovery ------------------------------------------------------------------------------

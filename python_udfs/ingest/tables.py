@@ -20,6 +20,7 @@ from python_udfs.commit import protocol
 from python_udfs.faults import inject_full_disk
 from python_udfs.ingest.landed_lines import line_stream
 from python_udfs.jvm import (
+    delete_dirs_except,
     external_catalog,
     jvm_class,
     split_table_name,
@@ -100,7 +101,7 @@ def publish_partition(spark, table: str, location: str, commit_id: int, df) -> s
         inject_full_disk(target, os.environ.get("LAKERANK_INGEST_WRITE_FAULT", ""), "LAKERANK_INGEST_WRITE_FAULT")
     name = split_table_name(spark, table)
     protocol.swap(spark, name, {"commit_id": commit_id, "create": [[f"_commit_id={commit_id}", target]]})
-    protocol.replace_dirs(spark, f"{location}/_commit_id={commit_id}", [target])
+    delete_dirs_except(spark, f"{location}/_commit_id={commit_id}", [target])
     return target
 
 

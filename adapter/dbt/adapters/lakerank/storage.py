@@ -62,11 +62,7 @@ class StorageMixin(metaclass=AdapterMeta):
     def lakerank_delete_path(self, location: str) -> bool:
         """Delete a superseded data directory through Hadoop's FileSystem API."""
         spark = self._session()
-        if spark is None or not location:
-            return False
-        path = jvm_class(spark, "org.apache.hadoop.fs.Path")(location)
-        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-        return bool(fs.delete(path, True))
+        return spark is not None and protocol.delete_path(spark, location)
 
     @available
     @driver_side
