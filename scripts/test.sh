@@ -14,8 +14,11 @@ bash scripts/lint.sh || exit 1
 python3 -m dbt.adapters.lakerank.jvm_archive || exit 1
 # Two workers, one test group each at a time (a group is a file, whose tests share fixtures
 # and homes, or one long independent test: tests/conftest.py): each worker has its own
-# JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores.
-python3 -m pytest -n "${LAKERANK_TEST_WORKERS:-2}" --dist loadgroup "$@"
+# JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores. Groups are
+# handed out in the collection's order, longest first (tests/conftest.py); xdist's default
+# reorders them by their number of tests, which left the crash soak (one test, the longest)
+# for the end: 1,273 s of wall for 2,136 worker-seconds.
+python3 -m pytest -n "${LAKERANK_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "pytest collected no tests: failing" >&2
