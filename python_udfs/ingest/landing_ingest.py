@@ -124,7 +124,8 @@ INGEST_LOG_DDL = (
 def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str:
     """The ingest of model ``this`` (dbt's relation) for the stream its YAML declares in
     config ``stream``: ``folder`` (under ``$LAKERANK_HOME/landing/``), ``format`` (the landed
-    lines' format, ``cdc_formats.FORMATS``; default ``lakerank``) and ``fields`` (a list of
+    lines' format, ``cdc_formats.FORMATS``; default ``lakerank``), ``delete_time`` (optional:
+    the timestamp field a CDC delete sets to the change time) and ``fields`` (a list of
     ``{name, type, required, formats, values}``). Writes ``<model>``, ``<model>__quarantine``
     and ``<model>__ingest_log`` in the model's schema; checkpoint
     ``$LAKERANK_HOME/checkpoints/<model>``. A stream is a YAML entry and a three-line model
@@ -133,8 +134,9 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
         raise ValueError(f"model {this.identifier}: config 'stream' must declare 'folder' and 'fields' "
                          f"(docs/examples.md), got {stream!r}")
     fmt = stream.get("format") or "lakerank"
+    delete_time = stream.get("delete_time")
     try:
-        check_stream_format(fmt, normalise_fields(stream["fields"]))
+        check_stream_format(fmt, normalise_fields(stream["fields"]), delete_time)
     except ValueError as e:
         raise ValueError(f"model {this.identifier}: {e}") from None
     home = spark.conf.get("spark.lakerank.home")
@@ -143,6 +145,7 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
         spark,
         fields=stream["fields"],
         fmt=fmt,
+        delete_time=delete_time,
         landing_dir=landing_path(home, stream["folder"]),
         checkpoint_dir=f"{home}/checkpoints/{this.identifier}",
         table=name,
@@ -154,16 +157,17 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
 def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: str,
                        checkpoint_dir: str, table: str, quarantine_table: str,
                        ingest_log_table: str, max_files_per_trigger: Optional[int] = None,
-                       fmt: str = "lakerank") -> str:
+                       fmt: str = "lakerank", delete_time: Optional[str] = None) -> str:
     """Consume every JSON Lines file under ``landing_dir`` not consumed yet, exactly once
     (``trigger(availableNow=True)``, checkpoint in ``checkpoint_dir``); returns a one-line
     summary. Creates the three tables if missing (parquet, partitioned by ``_commit_id``)
     and the landing folder if missing. ``fmt``: the landed lines' format
-    (``cdc_formats.FORMATS``; a CDC format's lines are read as row images). See the module doc."""
+    (``cdc_formats.FORMATS``; a CDC format's lines are read as row images); ``delete_time``:
+    the timestamp field a CDC delete sets to the change time. See the module doc."""
     from pyspark.sql import functions as F
 
     spec = normalise_fields(fields)
-    check_stream_format(fmt, spec)
+    check_stream_format(fmt, spec, delete_time)
     locations = ensure_tables(spark, table=(table, table_ddl(fields)), quarantine=(quarantine_table, QUARANTINE_DDL),
                               ingest_log=(ingest_log_table, INGEST_LOG_DDL))
     output = start_stream(spark, landing_dir, checkpoint_dir, max_files_per_trigger)
@@ -172,7 +176,7 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
     def write_batch(lines_df, batch_id: int) -> None:
         commit_id = int(batch_id)
         lines = numbered_lines(lines_df, whole_files(spark, checkpoint_dir, commit_id))
-        batch_df = kept(parse_stream_lines(lines, spec, fmt))
+        batch_df = kept(parse_stream_lines(lines, spec, fmt, delete_time))
         try:
             agg = batch_counts(batch_df)
             stats = {"files": int(agg["files"]), "events_landed": int(agg["events_landed"]),

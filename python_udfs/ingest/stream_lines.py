@@ -6,7 +6,7 @@ docs/examples.md."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from python_udfs.ingest.cdc_formats import _MS_MAX, _MS_MIN, change_events, check_format
 from python_udfs.ingest.landed_lines import trim_space
@@ -99,13 +99,16 @@ def table_ddl(fields: Sequence[Sequence[Any]]) -> str:
 # Parsing
 # --------------------------------------------------------------------------
 
-def check_stream_format(fmt, fields: List[Dict[str, Any]]) -> str:
+def check_stream_format(fmt, fields: List[Dict[str, Any]], delete_time: Optional[str] = None) -> str:
     """``fmt`` if it is a format (``cdc_formats.FORMATS``) the normalised ``fields`` can take,
     else a ValueError: a CDC format sets ``op_ts`` (declared as a timestamp) and, when the
-    stream declares it, ``op`` (a string)."""
+    stream declares it, ``op`` (a string); ``delete_time``, if given, names a declared
+    timestamp field (a CDC delete sets it to the change time)."""
     check_format(fmt, "stream format")
+    types = {f["name"]: f["type"] for f in fields}
+    if delete_time is not None and types.get(delete_time) != "timestamp":
+        raise ValueError(f"delete_time {delete_time!r} must name a declared field of type timestamp")
     if fmt != "lakerank":
-        types = {f["name"]: f["type"] for f in fields}
         if types.get("op_ts") != "timestamp":
             raise ValueError(f"format {fmt} sets op_ts, the source's change time: the stream must declare "
                              f"{{name: op_ts, type: timestamp}}")
@@ -131,13 +134,15 @@ def _change_columns(fmt: str):
 _MS_RANGE, _DAYS_RANGE = (_MS_MIN, _MS_MAX), (-719162, 2932896)
 
 
-def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank"):
+def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank",
+                       delete_time: Optional[str] = None):
     """``lines`` (``landed_lines.numbered_lines``) as one row per file (``kind`` 'file',
     ``n_events`` = its non-blank lines, or the events a CDC format's lines became) and one per
     non-blank line or event (``kind`` 'E' for a valid event with typed ``__f_<name>`` columns,
     'quarantined' with a ``reason`` otherwise), with the batch timestamp ``batch_us``. A CDC
     format ``fmt``: each event's row image is typed as a native line would be, with
-    ``op_ts`` and ``op`` set from the envelope (docs/examples.md)."""
+    ``op_ts`` and ``op`` set from the envelope, and a delete's ``delete_time`` field set to
+    the change time (docs/examples.md)."""
     from pyspark.sql import functions as F
 
     cdc = fmt != "lakerank"
@@ -186,6 +191,8 @@ def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank
             value = F.when(accepted, parsed)
         if f["values"] is not None:
             value = F.when(value.isin(*f["values"]), value)
+        if cdc and name == delete_time:  # a delete took effect when it happened
+            value = F.when(F.col("change") == "d", F.col("change_ts")).otherwise(value)
         return value
 
     def present(name):
@@ -208,6 +215,11 @@ def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank
         values[name] = typed(f)
         if cdc and name in ("op", "op_ts"):  # set from the envelope: never missing
             reason = reason.when(values[name].isNull(), F.concat(F.lit(f"bad {name} '"), F.col("change"), F.lit("'")))
+            continue
+        if cdc and name == delete_time:  # set for a delete: the before image need not carry it
+            reason = reason.when((F.col("change") != "d") & ~present(name), F.lit(f"missing {name}"))
+            reason = reason.when((F.col("change") != "d") & present(name) & values[name].isNull(), F.concat(
+                F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'")))
             continue
         if f["required"]:
             reason = reason.when(~present(name), F.lit(f"missing {name}"))

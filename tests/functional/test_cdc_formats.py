@@ -487,11 +487,16 @@ def _message(fmt, kind, changes, ts_ms, n):
 
 def _native(image, op, ts_ms, with_op):
     """The equivalent native line of a version: the image's values as a native line writes
-    them, ``op`` (only on a stream that declares one) and ``op_ts`` the change time."""
+    them, ``op`` (only on a stream that declares one) and ``op_ts`` the change time; a
+    delete's ``update_time`` (the projects stream's ``delete_time``) is the change time too,
+    as a native delete line carries it."""
     obj = {k: _text(v) if isinstance(v, (_dt.datetime, Decimal)) else v for k, v in image.items() if k != "op"}
     if with_op:
         obj["op"] = op
     obj["op_ts"] = env.wall_clock(ts_ms, ZONE)
+    if with_op and op == "d":
+        assert ts_ms % 1000 == 0  # update_time's format has whole seconds
+        obj["update_time"] = obj["op_ts"][:19]
     return json.dumps(obj)
 
 

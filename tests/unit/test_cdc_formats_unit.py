@@ -137,3 +137,12 @@ def test_declared_stream_format_is_checked_when_its_model_runs():
         run_declared_stream(None, this, dict(streams["stg_payments"], format="maxwell-json", fields=fields))
     # lakerank asks nothing of the fields
     assert check_stream_format("lakerank", normalise_fields([("op", "bigint", True)])) == "lakerank"
+    # delete_time names a declared timestamp field (the projects stream's update_time)
+    assert streams["stg_project_changes"]["delete_time"] == "update_time"
+    assert check_stream_format("debezium-json", normalise_fields(streams["stg_project_changes"]["fields"]),
+                               "update_time") == "debezium-json"
+    this = types.SimpleNamespace(schema="lakerank", identifier="stg_project_changes")
+    for wrong in ("deleted_at", "city"):
+        with pytest.raises(ValueError, match=f"^model stg_project_changes: delete_time '{wrong}' must name a "
+                                             "declared field of type timestamp$"):
+            run_declared_stream(None, this, dict(streams["stg_project_changes"], format="lakerank", delete_time=wrong))
