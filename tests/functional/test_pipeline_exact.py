@@ -47,7 +47,7 @@ def created_time(lakerank, view: str) -> str:
 
 
 @pytest.mark.parametrize("rank_function", RANK_FUNCTIONS)
-def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch):
+def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, tmp_path):
     seed = {"dense_rank": 11, "rank": 12, "row_number": 13}[rank_function]
     # The build summary (issue G.4; off elsewhere in the tests, tests/conftest.py) is checked
     # against the oracle on one stream.
@@ -116,6 +116,8 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch):
         plant_wrong_rank(lakerank, 6103 + CONTRACT_OFFSET)
         result = lakerank.dbt("test", "--select", "assert_fct_ranks_exact_per_slice", expect_success=False)
         assert [r.failures for r in result.result if r.node.resource_type == "test"] == [1]
+    if rank_function == "rank":
+        add_a_column_to_the_fact_table(lakerank, oracle, settings, tmp_path)
     if rank_function == "row_number":
         # Other settings cannot reuse the incremental state: a clear error, then a full
         # refresh recomputes every table from the changelog.
@@ -126,6 +128,53 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch):
         assert "--full-refresh" in messages, messages
         lakerank.dbt("build", "--full-refresh", vars={"rank_function": other})
         assert_all_exact(lakerank, oracle, other)
+
+
+def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: pathlib.Path) -> None:
+    """Issue G.1 on the real pipeline, as an analyst does it: in a copy of the project,
+    `fct_contract_rank` gets a column (`first_in_project`). The next run with a batch to
+    commit stops there, naming the model, the column and the fix; `dbt run --full-refresh --select fct_contract_rank+`
+    rebuilds it (and what reads it) from its upstream tables; the ranks stay exact and the new
+    column is right on every row."""
+    import shutil
+
+    from lakerank_project import ROOT
+
+    project = tmp_path / "edited_project"
+    skipped = {".git", "target", "logs", "tests", "docs", "benchmarks", "seeds", "scripts", ".lakerank"}
+    shutil.copytree(ROOT, project, symlinks=True, ignore=lambda folder, names: [
+        n for n in names if n == "__pycache__" or (pathlib.Path(folder) == ROOT and n in skipped)])
+    model = project / "models" / "marts" / "fct_contract_rank.sql"
+    sql = model.read_text()
+    last = "        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) as asc_rn\n"
+    assert last in sql
+    added = "        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) = 1 as first_in_project\n"
+    model.write_text(sql.replace(last, last.replace(" as asc_rn\n", " as asc_rn,\n") + added))
+
+    def dbt(*args, expect_success=True):
+        import json
+
+        os.environ["LAKERANK_HOME"] = str(lakerank.home)
+        result = lakerank.runner.invoke([*args, "--project-dir", str(project), "--profiles-dir",
+                                         str(ROOT / "profiles"), "--vars", json.dumps(settings)])
+        assert result.success == expect_success, [(r.node.name, r.message) for r in (result.result or [])]
+        return result
+
+    # the check runs in a run that commits (a run with nothing pending writes nothing): a batch
+    batch = [shifted(x, 500_000, 30_000_000) for x in cdc.generate_batches(
+        seed=7, n_batches=1, events_per_batch=40, n_projects=4, bad_rate=0.0, require_all_cases=False)[0]]
+    oracle.consume(os.path.basename(lakerank.land(batch)), batch)
+    failed = {r.node.name: str(r.message) for r in dbt("run", "--exclude", "tag:example", expect_success=False).result
+              if str(r.status) == "error"}
+    assert list(failed) == ["fct_contract_rank"], failed
+    for part in ("added first_in_project boolean", "dbt build --full-refresh --select fct_contract_rank+"):
+        assert part in failed["fct_contract_rank"], failed
+    rebuilt = dbt("run", "--full-refresh", "--select", "fct_contract_rank+", "--exclude", "tag:example")
+    assert {r.node.name for r in rebuilt.result.results if r.node.resource_type == "model"} == {
+        "fct_contract_rank", "fct_contract_rank_changelog", "published_commit"}
+    assert_all_exact(lakerank, oracle, settings["rank_function"])
+    fct = lakerank.table("fct_contract_rank")
+    assert len(fct) > 0 and (fct["first_in_project"] == (fct["asc_rn"] == 1)).all()
 
 
 def test_empty_landing_is_an_empty_stream(lakerank):
