@@ -216,14 +216,12 @@ def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank
         if cdc and name in ("op", "op_ts"):  # set from the envelope: never missing
             reason = reason.when(values[name].isNull(), F.concat(F.lit(f"bad {name} '"), F.col("change"), F.lit("'")))
             continue
-        if cdc and name == delete_time:  # set for a delete: the before image need not carry it
-            reason = reason.when((F.col("change") != "d") & ~present(name), F.lit(f"missing {name}"))
-            reason = reason.when((F.col("change") != "d") & present(name) & values[name].isNull(), F.concat(
-                F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'")))
-            continue
+        # the image's value is checked, except a delete's delete_time (set from the change time:
+        # the before image need not carry it)
+        checked = (F.col("change") != "d") if cdc and name == delete_time else F.lit(True)
         if f["required"]:
-            reason = reason.when(~present(name), F.lit(f"missing {name}"))
-        reason = reason.when(present(name) & values[name].isNull(), F.concat(
+            reason = reason.when(checked & ~present(name), F.lit(f"missing {name}"))
+        reason = reason.when(checked & present(name) & values[name].isNull(), F.concat(
             F.lit(f"bad {name} '"), F.substring(jstr(name), 1, 200), F.lit("'")))
     if cdc:
         reason = F.coalesce(F.col("bad"), F.concat(F.col("origin"), F.lit(": "), reason))

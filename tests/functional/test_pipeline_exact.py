@@ -133,9 +133,9 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
 def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: pathlib.Path) -> None:
     """Issue G.1 on the real pipeline, as an analyst does it: in a copy of the project,
     `fct_contract_rank` gets a column (`first_in_project`). The next run with a batch to
-    commit stops there, naming the model, the column and the fix; `dbt run --full-refresh --select fct_contract_rank+`
-    rebuilds it (and what reads it) from its upstream tables; the ranks stay exact and the new
-    column is right on every row."""
+    commit stops there, naming the model, the column and the fix; `dbt run --full-refresh
+    --select fct_contract_rank+` rebuilds it (and what reads it) from its upstream tables;
+    the ranks stay exact and the new column is right on every row."""
     import shutil
 
     from lakerank_project import ROOT
@@ -151,25 +151,17 @@ def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: p
     added = "        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) = 1 as first_in_project\n"
     model.write_text(sql.replace(last, last.replace(" as asc_rn\n", " as asc_rn,\n") + added))
 
-    def dbt(*args, expect_success=True):
-        import json
-
-        os.environ["LAKERANK_HOME"] = str(lakerank.home)
-        result = lakerank.runner.invoke([*args, "--project-dir", str(project), "--profiles-dir",
-                                         str(ROOT / "profiles"), "--vars", json.dumps(settings)])
-        assert result.success == expect_success, [(r.node.name, r.message) for r in (result.result or [])]
-        return result
-
     # the check runs in a run that commits (a run with nothing pending writes nothing): a batch
     batch = [shifted(x, 500_000, 30_000_000) for x in cdc.generate_batches(
         seed=7, n_batches=1, events_per_batch=40, n_projects=4, bad_rate=0.0, require_all_cases=False)[0]]
     oracle.consume(os.path.basename(lakerank.land(batch)), batch)
-    failed = {r.node.name: str(r.message) for r in dbt("run", "--exclude", "tag:example", expect_success=False).result
-              if str(r.status) == "error"}
+    result = lakerank.dbt("run", vars=settings, project=project, expect_success=False)
+    failed = {r.node.name: str(r.message) for r in result.result if str(r.status) == "error"}
     assert list(failed) == ["fct_contract_rank"], failed
     for part in ("added first_in_project boolean", "dbt build --full-refresh --select fct_contract_rank+"):
         assert part in failed["fct_contract_rank"], failed
-    rebuilt = dbt("run", "--full-refresh", "--select", "fct_contract_rank+", "--exclude", "tag:example")
+    rebuilt = lakerank.dbt("run", "--full-refresh", "--select", "fct_contract_rank+", "--exclude", "tag:example",
+                           vars=settings, project=project)
     assert {r.node.name for r in rebuilt.result.results if r.node.resource_type == "model"} == {
         "fct_contract_rank", "fct_contract_rank_changelog", "published_commit"}
     assert_all_exact(lakerank, oracle, settings["rank_function"])

@@ -35,9 +35,10 @@ class Lakerank:
         self.landed += 1
         return path
 
-    def dbt(self, *args, vars: dict | None = None, expect_success: bool = True):
+    def dbt(self, *args, vars: dict | None = None, expect_success: bool = True, project: pathlib.Path = ROOT):
+        """`dbt <args>` on this home; ``project``: another project folder (an edited copy)."""
         os.environ["LAKERANK_HOME"] = str(self.home)
-        cli = [*args, "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")]
+        cli = [*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")]
         if args and args[0] in PIPELINE_COMMANDS and not {"--select", "-s"} & set(args):
             cli += PIPELINE_ONLY  # the examples have their own test (test_examples.py)
         if vars:
