@@ -1,7 +1,7 @@
 """Unit tests of the pure-Python Paimon merge kernel (python_udfs.paimon).
 
-No Spark.  The expectations come from ``../shared/paimon_vectors_public.json`` (copied from
-Paimon's own tests, see its ``conventions``):
+No Spark.  The expectations come from ``tests/data/paimon_vectors_public.json`` (copied from
+Paimon's own tests, see its ``conventions`` and tests/data/README.md):
 
 * every ``field_aggregator`` and ``merge_function`` vector (each sub-case) is replayed against
   :func:`agg` / :func:`retract` / :class:`FieldAggregator` and :func:`merge_pass`;
@@ -22,11 +22,11 @@ import math
 import re
 import struct
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
+from paimon_vectors import load_vectors
 from python_udfs.paimon.aggregators import agg, make_aggregator, retract
 from python_udfs.paimon.errors import PaimonArithmeticError, PaimonMergeError, PaimonOptionError
 from python_udfs.paimon.field_aggregator import FieldAggregator
@@ -35,10 +35,7 @@ from python_udfs.paimon.merge import commit_key, merge_order, merge_pass, write_
 from python_udfs.paimon.spark_types import SparkType, parse_type
 from python_udfs.paimon.validation import parse_options
 
-VECTORS_PATH = Path(__file__).resolve().parents[3] / "shared" / "paimon_vectors_public.json"
-if not VECTORS_PATH.is_file():
-    pytest.fail(f"Paimon test vectors not found at {VECTORS_PATH}", pytrace=False)
-VECTOR_DATA = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
+VECTOR_DATA = load_vectors()
 VECTORS: Dict[str, Dict[str, Any]] = {v["id"]: v for v in VECTOR_DATA["vectors"]}
 UNIT_LEVELS = ("field_aggregator", "merge_function")
 UNIT_VECTOR_IDS = [v["id"] for v in VECTOR_DATA["vectors"] if v["level"] in UNIT_LEVELS]
