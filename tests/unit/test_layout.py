@@ -110,7 +110,7 @@ def test_no_source_file_over_the_size_limit():
     assert long == {}
 
 
-# DESIGN.md's names in this project (macros/library_api.sql) and their arguments; `as_of` is
+# The library's names in this project (macros/library_api.sql, docs/design.md#interfaces), with arguments; `as_of` is
 # left out here because it checks, while compiling, that the snapshot exists.
 FORWARDED = [
     ("audit_log", "ref('fct_contract_rank')"),
