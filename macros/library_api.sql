@@ -1,4 +1,4 @@
-{#- The library's read macros under the names DESIGN.md gives them (`lakerank.<name>`): this
+{#- The library's read macros under this project's name (`lakerank.<name>`, docs/design.md#interfaces): this
     project is named `lakerank`, the library is the package `lakerank_lib` (packages.yml), and
     each name here is the package's macro, unchanged. Models of this project may use either
     name; a project that installs only lakerank_lib uses `lakerank_lib.<name>`. -#}

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """lakerank demo: land the sample CDC batches of seeds/demo/ one at a time and run the
-incremental `dbt build` after each, on the embedded Spark target.
+incremental `dbt build` after each, on the embedded Spark target, with the library examples
+turned on (`--vars '{lakerank_examples: true}'`) so their tables show too.
 
     python scripts/demo.py            # LAKERANK_HOME defaults to .lakerank/ in the project
     LAKERANK_HOME=/tmp/lr python scripts/demo.py --fresh
@@ -9,6 +10,7 @@ incremental `dbt build` after each, on the embedded Spark target.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import shutil
@@ -19,6 +21,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEMO = ROOT / "seeds" / "demo"
 # The examples' streams (docs/examples.md): seeds/demo/<stream>/batch_NN.jsonl lands with batch_NN.
 EXAMPLE_STREAMS = ("payments", "design_changes", "projects")
+# The demo builds the library examples too (off in a plain `dbt build`: dbt_project.yml).
+EXAMPLES_ON = {"lakerank_examples": True}
 
 
 def main() -> int:
@@ -44,8 +48,9 @@ def main() -> int:
     from dbt.cli.main import dbtRunner
 
     runner = dbtRunner()
+    demo_vars = {"rank_function": args.rank_function, **EXAMPLES_ON}
     base = ["--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"), "--quiet",
-            "--vars", f'{{"rank_function": "{args.rank_function}"}}']
+            "--vars", json.dumps(demo_vars)]
     print(f"lakerank demo — LAKERANK_HOME={home}  rank_function={args.rank_function}\n")
 
     batches = sorted(DEMO.glob("batch_*.jsonl"))

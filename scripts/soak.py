@@ -45,8 +45,7 @@ def dbt_build(home: pathlib.Path, kill_after: float | None) -> tuple[bool, int, 
     seconds after the start (None: run to the end). Returns (killed, rc, output, seconds)."""
     env = {**os.environ, "LAKERANK_HOME": str(home), "DBT_TARGET_PATH": "target/soak"}
     env.pop("LAKERANK_JVM_FLAGS", None)  # a scheduled build's JVM
-    cmd = [DBT, "build", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"),
-           "--exclude", "tag:example"]
+    cmd = [DBT, "build", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles")]
     started = time.time()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)

@@ -1,6 +1,6 @@
-"""The field aggregators (§2.4, Paimon ``mergetree/compact/aggregate``): the scalar ones here,
-the collection ones in :mod:`python_udfs.paimon.collection_aggregators`, and the factory
-:func:`make_aggregator` over both."""
+"""The field aggregators (Paimon ``mergetree/compact/aggregate``; docs/paimon_semantics.md#aggregate-functions):
+the scalar ones here, the collection ones in :mod:`python_udfs.paimon.collection_aggregators`, and
+the factory :func:`make_aggregator` over both."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ __all__ = ["agg", "make_aggregator", "retract"]
 
 
 class SumAgg(NullSafeAggregator):
-    """``sum``: null-safe add; retract ``acc - in``, ``acc=null -> -in`` (§2.4)."""
+    """``sum``: null-safe add; retract ``acc - in``, ``acc=null -> -in``
+    (docs/paimon_semantics.md#aggregate-functions)."""
 
     name = "sum"
 
@@ -62,7 +63,8 @@ class SumAgg(NullSafeAggregator):
 
 
 class ProductAgg(NullSafeAggregator):
-    """``product``: null-safe multiply, DECIMAL re-scaled at every step; retract divides (§2.4)."""
+    """``product``: null-safe multiply, DECIMAL re-scaled at every step; retract divides
+    (docs/paimon_semantics.md#aggregate-functions)."""
 
     name = "product"
 
@@ -249,7 +251,7 @@ def make_aggregator(settings: Mapping[str, Any]) -> Optional[FieldAggregator]:
 
 
 def agg(fn_settings: Mapping[str, Any], acc: Any, value: Any) -> Any:
-    """One ``agg(acc, in)`` call on a fresh aggregator (§2.4 'agg' column)."""
+    """One ``agg(acc, in)`` call on a fresh aggregator (docs/paimon_semantics.md#aggregate-functions, 'add')."""
     aggregator = make_aggregator(fn_settings)
     if aggregator is None:
         raise ValueError("settings without an aggregate function ('fn' is None)")
@@ -257,7 +259,7 @@ def agg(fn_settings: Mapping[str, Any], acc: Any, value: Any) -> Any:
 
 
 def retract(fn_settings: Mapping[str, Any], acc: Any, value: Any) -> Any:
-    """One ``retract(acc, in)`` call on a fresh aggregator (§2.4 'retract' column)."""
+    """One ``retract(acc, in)`` call on a fresh aggregator (docs/paimon_semantics.md#aggregate-functions, 'retract')."""
     aggregator = make_aggregator(fn_settings)
     if aggregator is None:
         raise ValueError("settings without an aggregate function ('fn' is None)")

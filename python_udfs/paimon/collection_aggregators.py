@@ -1,4 +1,4 @@
-"""Field aggregators over collections (§2.4): ``collect``, ``merge_map``,
+"""Field aggregators over collections (docs/paimon_semantics.md#aggregate-functions): ``collect``, ``merge_map``,
 ``merge_map_with_keytime``, ``nested_update``, ``nested_partial_update``."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["CollectAgg", "MergeMapAgg", "MergeMapWithKeyTimeAgg", "NestedPartial
 
 class CollectAgg(FieldAggregator):
     """``collect``: array concatenation, ``distinct`` set union; retract removes one occurrence
-    per retracted element (§2.4)."""
+    per retracted element (docs/paimon_semantics.md#aggregate-functions)."""
 
     name = "collect"
 
@@ -98,7 +98,7 @@ class MergeMapAgg(NullSafeAggregator):
 
 class MergeMapWithKeyTimeAgg(FieldAggregator):
     """``merge_map_with_keytime``: per key keep the ROW with the greater ts (compared as strings);
-    a NULL ROW removes the key, a NULL ts entry is skipped (§2.4)."""
+    a NULL ROW removes the key, a NULL ts entry is skipped (docs/paimon_semantics.md#aggregate-functions)."""
 
     name = "merge_map_with_keytime"
 
@@ -165,7 +165,8 @@ class NestedAggBase(FieldAggregator):
 
 class NestedUpdateAgg(NestedAggBase):
     """``nested_update``: upsert ARRAY<ROW> elements by nested key, or append without key;
-    NULL elements dropped; ``count-limit``; ``nested-sequence-field`` (§2.4)."""
+    NULL elements dropped; ``count-limit``; ``nested-sequence-field``
+    (docs/paimon_semantics.md#aggregate-functions)."""
 
     name = "nested_update"
 
@@ -234,7 +235,7 @@ class NestedUpdateAgg(NestedAggBase):
 
 class NestedPartialUpdateAgg(NestedAggBase):
     """``nested_partial_update``: rows with the same nested key are partially updated
-    (non-NULL fields overwrite) (§2.4)."""
+    (non-NULL fields overwrite) (docs/paimon_semantics.md#aggregate-functions)."""
 
     name = "nested_partial_update"
 

@@ -1,4 +1,5 @@
-"""The field aggregator contract (Paimon ``FieldAggregator``, §2.4) and its null-safe form."""
+"""The field aggregator contract (Paimon ``FieldAggregator``, docs/paimon_semantics.md#aggregation) and its
+null-safe form."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ class FieldAggregator:
 
     ``agg(acc, in)`` folds an add record in, ``retract(acc, in)`` a retract record (``-U``/``-D``),
     ``agg_reversed(acc, in) = agg(in, acc)`` folds in a record older than the accumulator (used by
-    partial-update sequence groups, §2.3 rule 3).  ``reset()`` starts a new key / merge pass.
+    partial-update sequence groups, docs/paimon_semantics.md#sequence-groups).  ``reset()`` starts a new key /
+    merge pass.
     """
 
     name = "?"
@@ -40,7 +42,8 @@ class FieldAggregator:
         return self.agg(value, acc)
 
     def retract(self, acc: Any, value: Any) -> Any:
-        """Retract ``value``; ``fields.<f>.ignore-retract`` keeps the accumulator (§2.4)."""
+        """Retract ``value``; ``fields.<f>.ignore-retract`` keeps the accumulator
+        (docs/paimon_semantics.md#aggregation)."""
         if self.ignore_retract:
             return acc
         return self._retract(acc, value)

@@ -1,5 +1,5 @@
-"""One value column's aggregator options (§2.4): function / type compatibility and the
-``fields.<field>.*`` options, validated into a :class:`python_udfs.paimon.spec.FieldSpec`."""
+"""One value column's aggregator options (docs/paimon_semantics.md#aggregate-functions): function / type
+compatibility and the ``fields.<field>.*`` options, validated into a :class:`python_udfs.paimon.spec.FieldSpec`."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ __all__ = [
 
 
 def check_function_type(key: str, field: str, fn: str, type_str: str) -> None:
-    """Function / column type compatibility (§2.4 table, 'types' column)."""
+    """Function / column type compatibility (docs/paimon_semantics.md#aggregate-functions, 'column types')."""
     t = parse_type(type_str)
     shown = display_type(type_str)
     if fn in ("sum", "product"):
@@ -97,7 +97,7 @@ def validate_field(
     *,
     fn_key: Optional[str] = None,
 ) -> FieldSpec:
-    """Validated aggregator settings of one field (§2.4).
+    """Validated aggregator settings of one field (docs/paimon_semantics.md#aggregation).
 
     ``fn`` is the aggregate function (``None``: no aggregator); the field's
     ``fields.<field>.*`` options are read from ``options``.  ``fn_key`` is the option key that
@@ -250,7 +250,8 @@ def validate_aggregate_functions(
     groups: Sequence[SequenceGroup],
 ) -> Dict[str, FieldSpec]:
     """Each value column's aggregate function (its own, the sequence field's, the default or
-    the engine's) and its validated settings (§1, §2.3, §2.4)."""
+    the engine's) and its validated settings (docs/paimon_semantics.md#merge-order, #sequence-groups,
+    #aggregation)."""
     value_columns = [n for n in table.names if n not in table.primary_key]
     group_seq_fields = {f for g in groups for f in g.seq}
     protected = {f for g in groups for f in g.fields}
@@ -292,7 +293,7 @@ def _function_of(
     if own is not None:
         return normalise_function(own), f"fields.{field}.aggregate-function"
     if engine == "aggregation" and field in sequence_fields:
-        return "last_value", None  # §1: sequence fields use last_value in aggregation
+        return "last_value", None  # sequence fields use last_value (docs/paimon_semantics.md#aggregation)
     if engine == "partial-update" and field in group_seq_fields:
         return None, None  # group sequence fields are versioned, never aggregated
     if default_fn is not None:

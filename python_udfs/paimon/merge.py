@@ -2,7 +2,7 @@
 
 Executes a spec produced by :func:`python_udfs.paimon.validation.parse_options` (its
 ``as_dict()``, the form shipped to executors as JSON) on the records of one primary key.
-Section numbers (``§2.3`` …) refer to ``PAIMON_SEMANTICS.md``.
+The rules it follows are written out in docs/paimon_semantics.md (cited by anchor).
 
 Data model
 ----------
@@ -11,14 +11,14 @@ Data model
   for ARRAY, ``dict`` for STRUCT, a ``list`` of ``(key, value)`` tuples for MAP (maps are returned
   in that form too).
 * A *record* is ``(kind, row)`` with ``kind`` one of ``'+I'``, ``'-U'``, ``'+U'``, ``'-D'``
-  (§0.1); ``+I``/``+U`` are *add* kinds, ``-U``/``-D`` *retract* kinds.
+  (docs/paimon_semantics.md#records); ``+I``/``+U`` are *add* kinds, ``-U``/``-D`` *retract* kinds.
 
 Entry points
 ------------
-:func:`write_filter` (§0.8), :func:`merge_order` (§0.3), :func:`merge_pass` (§0.5, §2: the
-merge functions of :mod:`python_udfs.paimon.merge_functions`), :func:`commit_key` (one commit of
-one key: pre-merge, merge with the stored row, changelog, §3). The field aggregators are in
-:mod:`python_udfs.paimon.aggregators` (§2.4).
+:func:`write_filter`, :func:`merge_order`, :func:`merge_pass` (the merge functions of
+:mod:`python_udfs.paimon.merge_functions`), :func:`commit_key` (one commit of one key: pre-merge,
+merge with the stored row, changelog); each cites its section of docs/paimon_semantics.md. The
+field aggregators are in :mod:`python_udfs.paimon.aggregators`.
 """
 
 from __future__ import annotations
@@ -42,10 +42,12 @@ __all__ = ["commit_key", "lookup_changelog", "merge_order", "merge_pass", "write
 
 
 def write_filter(spec: Mapping[str, Any], records: Sequence[Record]) -> List[Record]:
-    """Apply the write-time filters in Paimon's order (§0.8): ``rowkind.field``, then
-    ``ignore-delete`` (drops ``-D`` and ``-U``), ``ignore-update-before`` (drops ``-U``).
+    """Apply the write-time filters in Paimon's order (docs/paimon_semantics.md#write-filters):
+    ``rowkind.field``, then ``ignore-delete`` (drops ``-D`` and ``-U``), ``ignore-update-before``
+    (drops ``-U``).
 
-    A first-row table without ``ignore-delete`` refuses ``-D``/``-U`` records (§2.2).
+    A first-row table without ``ignore-delete`` refuses ``-D``/``-U`` records
+    (docs/paimon_semantics.md#first-row).
     """
     rowkind_field = spec.get("rowkind_field")
     kept: List[Record] = []
@@ -70,8 +72,8 @@ def write_filter(spec: Mapping[str, Any], records: Sequence[Record]) -> List[Rec
 
 
 def merge_order(spec: Mapping[str, Any], records: Sequence[Record]) -> List[Record]:
-    """Records in merge order (§0.3): by ``sequence.field`` values (NULL smallest; descending
-    reverses only non-null comparisons), ties in input order (stable sort)."""
+    """Records in merge order (docs/paimon_semantics.md#merge-order): by ``sequence.field`` values (NULL
+    smallest; descending reverses only non-null comparisons), ties in input order (stable sort)."""
     fields = list(spec.get("sequence_fields") or [])
     if not fields:
         return list(records)
@@ -84,11 +86,12 @@ def merge_order(spec: Mapping[str, Any], records: Sequence[Record]) -> List[Reco
 
 
 def merge_pass(spec: Mapping[str, Any], records: Sequence[Record], shortcut: bool = True) -> Optional[Record]:
-    """One merge of one key's ``records`` (already in merge order, §0.3) by the table's engine.
+    """One merge of one key's ``records`` (already in merge order) by the table's engine.
 
     With ``shortcut`` a lone record is returned unchanged, kind included, without calling the
-    merge function (§0.5, ``ReducerMergeFunctionWrapper``).  Returns ``(kind, row)`` or None
-    when the merge function yields nothing (e.g. only ignored deletes).
+    merge function (``ReducerMergeFunctionWrapper``, docs/paimon_semantics.md#single-record-shortcut).
+    Returns ``(kind, row)`` or None when the merge function yields nothing (e.g. only ignored
+    deletes).
     """
     if not records:
         return None
@@ -102,7 +105,7 @@ def merge_pass(spec: Mapping[str, Any], records: Sequence[Record], shortcut: boo
 
 
 # ------------------------------------------------------------------------------------------
-# One commit of one key (§0.4, §3)
+# One commit of one key (docs/paimon_semantics.md#where-merges-happen, #changelog-producers)
 # ------------------------------------------------------------------------------------------
 
 
@@ -117,9 +120,10 @@ def _rows_equal_for_dedup(spec: Mapping[str, Any], before: Row, after: Row) -> b
 
 
 def lookup_changelog(spec: Mapping[str, Any], before: Optional[Row], after: Optional[Row]) -> List[Record]:
-    """Changelog of one key from its before/after values (§3; ``before``/``after`` None = absent).
+    """Changelog of one key from its before/after values (``before``/``after`` None = absent;
+    docs/paimon_semantics.md#changelog-producers).
 
-    first-row emits only ``+I`` for keys never seen before (§2.2).
+    first-row emits only ``+I`` for keys never seen before (docs/paimon_semantics.md#first-row).
     """
     if before is None:
         return [("+I", dict(after))] if after is not None else []
@@ -143,21 +147,23 @@ def commit_key(
 
     Returns a dict:
 
-    ``input``      the write-filtered records (changelog-producer ``input``, §3);
+    ``input``      the write-filtered records (changelog-producer ``input``);
     ``premerged``  the commit's own records merged in merge order with the single-record
-                   shortcut — what Paimon writes for the key (§0.4a), or None if no record survived
-                   the filters;
+                   shortcut — what Paimon writes for the key (docs/paimon_semantics.md#where-merges-happen),
+                   or None if no record survived the filters;
     ``before``     ``stored``;
     ``after``      the merge of ``[stored as +I, premerged]`` (merge order, stored first on ties),
                    or None when the result kind is ``-U``/``-D``: tombstones are dropped at every
-                   commit, i.e. the table behaves as if fully compacted after each commit (§0.6-7);
-    ``lookup``     the lookup / full-compaction changelog of the commit (§3).
+                   commit, i.e. the table behaves as if fully compacted after each commit
+                   (docs/paimon_semantics.md#tombstones);
+    ``lookup``     the lookup / full-compaction changelog of the commit
+                   (docs/paimon_semantics.md#changelog-producers).
 
     ``lookup_compaction`` (default: ``spec['lookup_compaction']``, true for
     ``changelog-producer=lookup``): the merge with the stored row calls the merge function even
-    for a single record, as Paimon's lookup compaction does (§0.5 exception).  It matters only
-    for a key without stored row, e.g. a lone ``-D`` on an aggregation table becomes ``+I`` with
-    retracted values.
+    for a single record, as Paimon's lookup compaction does
+    (docs/paimon_semantics.md#single-record-shortcut).  It matters only for a key without stored row, e.g. a
+    lone ``-D`` on an aggregation table becomes ``+I`` with retracted values.
     """
     kept = write_filter(spec, records)
     premerged = merge_pass(spec, merge_order(spec, kept), shortcut=True) if kept else None

@@ -1,10 +1,11 @@
-"""Paimon's merge functions (§2, Paimon ``mergetree/compact``): one class per merge engine,
-each folding one key's records of one merge pass with ``reset`` / ``add`` / ``result``.
+"""Paimon's merge functions (Paimon ``mergetree/compact``, docs/paimon_semantics.md#merge-engines): one class
+per merge engine, each folding one key's records of one merge pass with ``reset`` / ``add`` / ``result``.
 
 Deliberate deviation: after a ``-D`` that removes the whole row (``partial-update.remove-record-on-delete``,
 ``partial-update.remove-record-on-sequence-group``, ``aggregation.remove-record-on-delete``) Paimon's
 merge buffer is re-initialised with the delete record's own values, so a later add record of the
-same merge pass inherits them until a full compaction drops the tombstone (§2.3 quirk, §6.1).
+same merge pass inherits them until a full compaction drops the tombstone
+(docs/paimon_semantics.md#delete-reset).
 lakerank instead *resets to empty* (values and aggregator state), i.e. behaves as if the tombstone
 had already been compacted away; the tombstone itself still carries the delete record's values.
 """
@@ -82,7 +83,8 @@ class MergeFunction:
 
 
 class Deduplicate(MergeFunction):
-    """deduplicate (§2.1): the last record wins, its kind kept; ignore-delete skips retracts."""
+    """deduplicate (docs/paimon_semantics.md#deduplicate): the last record wins, its kind kept; ignore-delete
+    skips retracts."""
 
     def reset(self) -> None:
         self.latest: Optional[Record] = None
@@ -97,7 +99,8 @@ class Deduplicate(MergeFunction):
 
 
 class FirstRow(MergeFunction):
-    """first-row (§2.2): the first add record; retracts are refused unless ignore-delete."""
+    """first-row (docs/paimon_semantics.md#first-row): the first add record; retracts are refused unless
+    ignore-delete."""
 
     def reset(self) -> None:
         self.first: Optional[Record] = None
@@ -115,7 +118,7 @@ class FirstRow(MergeFunction):
 
 
 class PartialUpdate(MergeFunction):
-    """partial-update (§2.3, Paimon ``PartialUpdateMergeFunction``)."""
+    """partial-update (Paimon ``PartialUpdateMergeFunction``, docs/paimon_semantics.md#partial-update)."""
 
     def __init__(self, spec: Mapping[str, Any]):
         self.groups = [(list(g["seq"]), list(g["fields"])) for g in spec.get("groups") or []]
@@ -136,7 +139,7 @@ class PartialUpdate(MergeFunction):
                 a.reset()
 
     def _remove_row(self, delete_row: Row) -> None:
-        # Reset to empty (not Paimon's re-initialisation with the -D values, see module doc / §6.1);
+        # Reset to empty (not Paimon's re-initialisation with the -D values, docs/paimon_semantics.md#delete-reset);
         # the tombstone carries the delete record's values.
         self.reset()
         self.tombstone = dict(delete_row)
@@ -148,7 +151,7 @@ class PartialUpdate(MergeFunction):
             return
         self.meet_insert = True
         if not self.groups:
-            for f in self.spec["value_columns"]:  # §2.3 "without sequence groups": non-NULL overwrite
+            for f in self.spec["value_columns"]:  # non-NULL overwrite (docs/paimon_semantics.md#partial-update)
                 if in_row.get(f) is not None:
                     self.row[f] = in_row[f]
             return
@@ -184,7 +187,7 @@ class PartialUpdate(MergeFunction):
         if spec.get("remove_record_on_delete"):
             if kind == "-D":
                 self._remove_row(in_row)
-            return  # -U has no effect (§2.3 table, pu-20)
+            return  # -U has no effect (docs/paimon_semantics.md#partial-update, pu-20)
         raise PaimonMergeError(PARTIAL_UPDATE_RETRACT_MESSAGE)
 
     def _retract_groups(self, kind: str, in_row: Row) -> None:
@@ -214,8 +217,8 @@ class PartialUpdate(MergeFunction):
 
 
 class Aggregate(MergeFunction):
-    """aggregation (§2.4, Paimon ``AggregateMergeFunction``): add -> agg, retract -> retract;
-    result kind always ``+I`` unless the last record removed the row
+    """aggregation (Paimon ``AggregateMergeFunction``, docs/paimon_semantics.md#aggregation): add -> agg,
+    retract -> retract; result kind always ``+I`` unless the last record removed the row
     (``aggregation.remove-record-on-delete``)."""
 
     def __init__(self, spec: Mapping[str, Any]):
@@ -231,7 +234,8 @@ class Aggregate(MergeFunction):
 
     def add(self, kind: str, in_row: Row) -> None:
         if kind == "-D" and self.spec.get("aggregation_remove_record_on_delete"):
-            # Reset to empty instead of Paimon's re-initialisation with the -D values (§6.1).
+            # Reset to empty instead of Paimon's re-initialisation with the -D values
+            # (docs/paimon_semantics.md#delete-reset).
             self.reset()
             self.tombstone = dict(in_row)
             return

@@ -3,8 +3,8 @@
 The option catalogue and how one option's value is read. :mod:`python_udfs.paimon.validation`
 turns a ``pk_table``'s Paimon option map (keys spelled exactly as Paimon spells them) into a
 typed :class:`python_udfs.paimon.spec.MergeSpec`, whose ``as_dict()`` (plain, JSON-serialisable)
-:mod:`python_udfs.paimon.merge` executes.  Section numbers (``§2.3`` …) refer to
-``PAIMON_SEMANTICS.md`` (the shared notes on Paimon's rules, read at Paimon commit ``5dacde51``).
+:mod:`python_udfs.paimon.merge` executes.  The rules are written out in
+docs/paimon_semantics.md (read at Paimon commit ``5dacde51``), which the modules cite by anchor.
 
 Design choice — fail loudly
 ---------------------------
@@ -24,7 +24,8 @@ model.  Exceptions, kept because Paimon's own tests rely on them:
 
 Functions Spark cannot express (``hll_sketch``, ``theta_sketch``, ``rbm32``, ``rbm64``: they
 need the DataSketches / RoaringBitmap binary formats) are rejected.  ``count`` is not a Paimon
-aggregate function at this commit (§6.4) and gets Paimon's unknown-function error.
+aggregate function at this commit and gets Paimon's unknown-function error
+(docs/paimon_semantics.md#aggregate-functions).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ ENGINES = ("deduplicate", "partial-update", "aggregation", "first-row")
 CHANGELOG_PRODUCERS = ("none", "input", "lookup", "full-compaction")
 NULL_STRATEGIES = ("merge", "ignore", "error")
 
-#: Aggregate functions lakerank executes (§2.4 table); aliases map to the canonical name.
+#: Aggregate functions lakerank executes (docs/paimon_semantics.md#aggregate-functions); aliases map to the
+#: canonical name.
 AGGREGATE_FUNCTIONS = (
     "sum",
     "product",
@@ -210,7 +212,7 @@ def normalise_function(name: str) -> str:
 
 
 def check_function_name(key: str, field: str, fn: str) -> None:
-    """Unknown / inexpressible aggregate functions (§2.4)."""
+    """Unknown / inexpressible aggregate functions (docs/paimon_semantics.md#aggregate-functions)."""
     if fn in BINARY_SKETCH_FUNCTIONS:
         raise PaimonOptionError(
             key,

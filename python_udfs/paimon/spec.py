@@ -9,17 +9,18 @@ is shipped to executors as JSON and that :mod:`python_udfs.paimon.merge` execute
     bucket                      int (-1 = one dynamic bucket, > 0 fixed buckets)
     bucket_key                  [column, ...]
     cross_partition_update      bool (PK does not contain every partition column)
-    sequence_fields             [column, ...]           ('sequence.field', §1)
+    sequence_fields             [column, ...]           ('sequence.field', docs/paimon_semantics.md#merge-order)
     seq_descending              bool                    ('sequence.field.sort-order')
-    ignore_delete, ignore_update_before                 bool (§0.8)
+    ignore_delete, ignore_update_before                 bool (docs/paimon_semantics.md#write-filters)
     rowkind_field               column | None
-    remove_record_on_delete     bool ('partial-update.remove-record-on-delete', §2.3)
+    remove_record_on_delete     bool ('partial-update.remove-record-on-delete', docs/paimon_semantics.md#partial-update)
     remove_record_on_sequence_group  [sequence field, ...]
-    aggregation_remove_record_on_delete  bool (§2.4)
+    aggregation_remove_record_on_delete  bool (docs/paimon_semantics.md#aggregation)
     groups                      [{"seq": [column, ...], "fields": [column, ...]}, ...]
     fields                      {value column: aggregator settings (FieldSpec.as_dict())}
     changelog_producer          'none' | 'input' | 'lookup' | 'full-compaction'
-    lookup_compaction           bool (merges go through the merge function even for one record, §0.5)
+    lookup_compaction           bool (merges go through the merge function even for one record,
+                                                        docs/paimon_semantics.md#single-record-shortcut)
     delta_commits               int ('full-compaction.delta-commits', default 1)
     row_dedup, row_dedup_ignore bool, [column, ...]
     value_columns               non-PK columns in table order
@@ -50,7 +51,8 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """One value column's aggregator settings (§2.4); ``fn`` None: no aggregate function."""
+    """One value column's aggregator settings (docs/paimon_semantics.md#aggregation); ``fn`` None: no aggregate
+    function."""
 
     fn: Optional[str]
     type: str
@@ -69,7 +71,7 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class SequenceGroup:
-    """``fields.<seq>.sequence-group = <fields>`` (§2.3)."""
+    """``fields.<seq>.sequence-group = <fields>`` (docs/paimon_semantics.md#sequence-groups)."""
 
     seq: Tuple[str, ...]
     fields: Tuple[str, ...]

@@ -162,7 +162,7 @@ def validate_table(
 
 
 def validate_ignore_delete(opts: Options) -> bool:
-    """``ignore-delete`` and its engine-prefixed spellings (§0.8) must agree."""
+    """``ignore-delete`` and its engine-prefixed spellings must agree (docs/paimon_semantics.md#write-filters)."""
     ignore_delete = False
     seen_key: Optional[str] = None
     for key in IGNORE_DELETE_KEYS:
@@ -226,7 +226,7 @@ def _check_sequence_type(key: str, field: str, table: Table) -> None:
 
 
 def validate_sequence_field(opts: Options, engine: str, table: Table) -> Tuple[Tuple[str, ...], bool]:
-    """``sequence.field`` and ``sequence.field.sort-order`` (§1)."""
+    """``sequence.field`` and ``sequence.field.sort-order`` (docs/paimon_semantics.md#merge-order)."""
     sequence_fields: List[str] = []
     key = "sequence.field"
     if key in opts:
@@ -250,7 +250,7 @@ def validate_sequence_field(opts: Options, engine: str, table: Table) -> Tuple[T
 
 
 def validate_rowkind_field(opts: Options, table: Table) -> Optional[str]:
-    """``rowkind.field`` (§1): an existing STRING column."""
+    """``rowkind.field`` (docs/paimon_semantics.md#write-filters): an existing STRING column."""
     key = "rowkind.field"
     if key not in opts:
         return None
@@ -265,7 +265,8 @@ def validate_rowkind_field(opts: Options, table: Table) -> Optional[str]:
 
 
 def validate_changelog_producer(opts: Options, engine: str, producer: str) -> int:
-    """The producer fits the engine (§2.2, §3); ``full-compaction.delta-commits``."""
+    """The producer fits the engine (docs/paimon_semantics.md#first-row, #changelog-producers);
+    ``full-compaction.delta-commits``."""
     if engine == "first-row" and producer not in ("none", "lookup"):
         raise PaimonOptionError(
             "changelog-producer", "Only support 'none' and 'lookup' changelog-producer on FIRST_ROW merge engine"
@@ -286,9 +287,9 @@ def validate_changelog_producer(opts: Options, engine: str, producer: str) -> in
 
 
 def validate_delete_options(opts: Options, engine: str) -> Tuple[bool, Tuple[str, ...], bool, Tuple[str, ...]]:
-    """The engine-specific delete options (§2.3, §2.4): ``(remove_record_on_delete,
-    remove_record_on_sequence_group, aggregation_remove_record_on_delete, ignored keys)``;
-    another engine's are accepted without effect (ignored)."""
+    """The engine-specific delete options (docs/paimon_semantics.md#partial-update, #aggregation):
+    ``(remove_record_on_delete, remove_record_on_sequence_group, aggregation_remove_record_on_delete,
+    ignored keys)``; another engine's are accepted without effect (ignored)."""
     ignored: List[str] = []
     remove_on_delete = _bool_option(opts, "partial-update.remove-record-on-delete")
     remove_on_seq_group: Tuple[str, ...] = ()
@@ -309,8 +310,8 @@ def validate_delete_options(opts: Options, engine: str) -> Tuple[bool, Tuple[str
 def validate_sequence_groups(
     group_opts: Sequence[Tuple[str, Tuple[str, ...], Tuple[str, ...]]], engine: str, table: Table
 ) -> Tuple[SequenceGroup, ...]:
-    """``fields.<seq>.sequence-group`` (§2.3): partial-update only, existing non-key columns,
-    each field in at most one group."""
+    """``fields.<seq>.sequence-group`` (docs/paimon_semantics.md#sequence-groups): partial-update only, existing
+    non-key columns, each field in at most one group."""
     groups: List[SequenceGroup] = []
     protected_by: Dict[str, str] = {}
     group_seq_fields: List[str] = []
@@ -345,7 +346,7 @@ def validate_delete_conflicts(
     groups: Sequence[SequenceGroup],
     field_opts: Mapping[str, Mapping[str, str]],
 ) -> None:
-    """Delete options that contradict each other (§2.3, §2.4)."""
+    """Delete options that contradict each other (docs/paimon_semantics.md#partial-update, #aggregation)."""
     if engine == "partial-update":
         key = "partial-update.remove-record-on-sequence-group"
         if remove_on_delete and ignore_delete:

@@ -33,9 +33,9 @@ def _cmp(a: Any, b: Any) -> int:
 
 
 def compare_sequences(xs: Sequence[Any], ys: Sequence[Any], descending: bool = False) -> int:
-    """Compare two sequence tuples field by field; NULL is the smallest value (§1).
+    """Compare two sequence tuples field by field; NULL is the smallest value (docs/paimon_semantics.md#merge-order).
 
-    ``descending`` reverses only the non-null comparisons (§1 [code], §6.2).
+    ``descending`` reverses only the non-null comparisons (docs/paimon_semantics.md#descending-order).
     """
     for a, b in zip(xs, ys):
         if a is None and b is None:

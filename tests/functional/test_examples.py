@@ -14,7 +14,11 @@ Three builds; each lands one file per stream with late, out-of-order, duplicate,
 deleted and bad events (and the contracts of the seed-000 generator).
 
 Then, on the same home with every model built, issue G.3's dbt-native checks: the docs
-catalog, source freshness of the ingest logs, `dbt ls` without a Spark session."""
+catalog, source freshness of the ingest logs, `dbt ls` without a Spark session.
+
+The examples are off unless the var `lakerank_examples` turns them on: every dbt call here
+passes it (``Lakerank(..., examples=True)``), and the last test checks that a plain `dbt ls`
+leaves them out."""
 
 from __future__ import annotations
 
@@ -473,7 +477,7 @@ def _load_model(name: str):
 def examples_home(runner, tmp_path_factory) -> Lakerank:
     """The module's one home: test_examples_match_oracle builds the examples there, and the
     dbt-native checks below run on it afterwards (one home built once, not two)."""
-    return Lakerank(runner, tmp_path_factory.mktemp("examples") / "home")
+    return Lakerank(runner, tmp_path_factory.mktemp("examples") / "home", examples=True)
 
 
 def test_examples_match_oracle(examples_home):
@@ -717,16 +721,17 @@ def test_source_freshness_reads_the_ingest_logs(built):
 
 def test_ls_on_a_built_home_starts_no_session(built):
     """`dbt ls` of a built home with the process's session stopped: it starts none (no JVM
-    work, no metastore), and lists the models and the sources; `--exclude tag:example` leaves
-    out the examples' models and sources (as for `dbt source freshness`). Last in the file:
-    the session stays stopped."""
+    work, no metastore), and lists the models and the sources; without the `lakerank_examples`
+    var (the default, what `dbt build` and `dbt source freshness` see) none of the examples'
+    models and sources, although this home holds them. Last in the file: the session stays
+    stopped."""
     from pyspark.sql import SparkSession
 
     from dbt.adapters.lakerank.connections import stop_embedded_session
 
     stop_embedded_session()
-    result = built.dbt("ls", "--resource-type", "model", "--resource-type", "source", "--exclude", "tag:example",
-                       "--output", "name")
+    pipeline = Lakerank(built.runner, built.home)
+    result = pipeline.dbt("ls", "--resource-type", "model", "--resource-type", "source", "--output", "name")
     assert SparkSession._instantiatedSession is None
     listed = set(result.result)
     assert {"fct_contract_rank", "published_commit", "lakerank_ingest.stg_contract_ingest_log"} <= listed, listed

@@ -43,7 +43,7 @@ ROOT = pv.ROOT
 PROFILES = ROOT / "profiles"
 
 CAPS = pv.Capabilities.detect()
-DATA = pv.load_vectors()  # ../shared/paimon_vectors_public.json must exist: no vectors is a failure
+DATA = pv.load_vectors()  # tests/data/paimon_vectors_public.json: no vectors is a failure
 assert DATA["vectors"], "no Paimon vectors loaded"
 CLASSES = [pv.classify_vector(v, CAPS) for v in DATA["vectors"]]
 
@@ -754,7 +754,7 @@ def _vector(vid: str) -> Dict[str, Any]:
     for v in DATA["vectors"]:
         if v["id"] == vid:
             return v
-    pytest.skip(f"vector {vid} not in {pv.vectors_path()}")
+    pytest.skip(f"vector {vid} not in {pv.VECTORS.name}")
 
 
 def _commits(plan: pv.Plan) -> List[pv.RunCommit]:
@@ -821,7 +821,7 @@ def test_runner_detects_a_wrong_expectation(vector_runs):
     (a runner that compared nothing would let every vector pass). It runs in the same batch as
     the other plans (and as dedup-07 itself, whose right expectation must still pass there)."""
     if NEGATIVE_CONTROL is None:
-        pytest.skip(f"vector dedup-07 not in {pv.vectors_path()}")
+        pytest.skip(f"vector dedup-07 not in {pv.VECTORS.name}")
     run = vector_runs[NEGATIVE_CONTROL.model]
     assert run.checked == 1
     assert len(run.failures) == 1 and "missing [[1, 20]]" in run.failures[0], run.failures

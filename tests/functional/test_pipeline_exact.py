@@ -160,8 +160,7 @@ def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: p
     assert list(failed) == ["fct_contract_rank"], failed
     for part in ("added first_in_project boolean", "dbt build --full-refresh --select fct_contract_rank+"):
         assert part in failed["fct_contract_rank"], failed
-    rebuilt = lakerank.dbt("run", "--full-refresh", "--select", "fct_contract_rank+", "--exclude", "tag:example",
-                           vars=settings, project=project)
+    rebuilt = lakerank.dbt("run", "--full-refresh", "--select", "fct_contract_rank+", vars=settings, project=project)
     assert {r.node.name for r in rebuilt.result.results if r.node.resource_type == "model"} == {
         "fct_contract_rank", "fct_contract_rank_changelog", "published_commit"}
     assert_all_exact(lakerank, oracle, settings["rank_function"])

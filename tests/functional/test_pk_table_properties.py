@@ -3,7 +3,7 @@
 For random commits (keys, sequence values, NULLs, row kinds), three pk_tables — deduplicate
 with a sequence field, aggregation (sum / max ignore-retract / last_non_null_value) and
 partial-update with a sequence group — must equal a straightforward Python model of Paimon's
-merge rules written here from PAIMON_SEMANTICS.md (independently of python_udfs), after every
+merge rules written here from docs/paimon_semantics.md (independently of python_udfs), after every
 commit; `lakerank_lib.as_of(t, c)` must equal the table right after commit c and the replay of the
 audit log up to c (lookup changelog); `lakerank.changes` must be the audit log slice.
 """
@@ -43,8 +43,9 @@ def _null_first(x: Optional[int]) -> Tuple[int, int]:
 
 
 def dedup_commit(stored: Optional[Row], recs: List[Tuple[str, Row]]) -> Optional[Row]:
-    # §1/§2.1: order by sequence field (NULL smallest) then arrival; the last record wins and a
-    # -U/-D result removes the key. The stored row precedes the commit's rows on ties.
+    # Order by sequence field (NULL smallest) then arrival; the last record wins and a -U/-D result
+    # removes the key; the stored row precedes the commit's rows on ties (docs/paimon_semantics.md#merge-order,
+    # #deduplicate).
     order = sorted(range(len(recs)), key=lambda i: (_null_first(recs[i][1]["s"]), i))
     kind, last = recs[order[-1]]
     if stored is not None and _null_first(stored["s"]) > _null_first(last["s"]):
@@ -68,8 +69,9 @@ def _agg_fold(acc: Optional[Row], kind: str, rec: Row) -> Row:
 
 
 def agg_commit(stored: Optional[Row], recs: List[Tuple[str, Row]]) -> Optional[Row]:
-    # §0.4-0.5: the commit's rows are pre-merged (a lone row passes unchanged); with the lookup
-    # producer the merge with the stored row always runs the aggregators; the result is +I.
+    # The commit's rows are pre-merged (a lone row passes unchanged); with the lookup producer the
+    # merge with the stored row always runs the aggregators; the result is +I
+    # (docs/paimon_semantics.md#where-merges-happen, #single-record-shortcut).
     if len(recs) == 1:
         pre_kind, pre = recs[0]
     else:

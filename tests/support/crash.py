@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Iterable
 
-from lakerank_project import PIPELINE_ONLY, ROOT
+from lakerank_project import ROOT
 from python_udfs.jvm import jvm_class
 
 DBT = shutil.which("dbt")
@@ -33,7 +33,7 @@ def dbt_subprocess(home, *args: str, vars: dict | None = None, fault=None, kill_
     env.pop("LAKERANK_JVM_FLAGS", None)  # a scheduled build's JVM, as in production
     # Its own dbt target folder: two dbt processes must not write one manifest / partial-parse file.
     env["DBT_TARGET_PATH"] = os.environ.get("DBT_TARGET_PATH", "target/crash") + "-subprocess"
-    cli = [DBT, *(args or ("run", *PIPELINE_ONLY)), "--project-dir", str(project),
+    cli = [DBT, *(args or ("run",)), "--project-dir", str(project),
            "--profiles-dir", str(ROOT / "profiles")]
     if vars:
         cli += ["--vars", json.dumps(vars)]

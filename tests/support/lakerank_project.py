@@ -13,17 +13,18 @@ import cdc
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 SCHEMA = "lakerank"
-# `dbt build/run/test` of the pipeline tests leave out the library examples (tag `example`).
-PIPELINE_COMMANDS = ("build", "run", "test")
-PIPELINE_ONLY = ["--exclude", "tag:example"]
+# The var that turns the library examples (models/examples/) on; off, dbt sees only the pipeline.
+EXAMPLES_ON = {"lakerank_examples": True}
 
 
 class Lakerank:
-    """A lakerank project run against one LAKERANK_HOME."""
+    """A lakerank project run against one LAKERANK_HOME; ``examples``: every dbt invocation
+    with the library examples on (test_examples.py), else the pipeline alone."""
 
-    def __init__(self, runner, home: pathlib.Path):
+    def __init__(self, runner, home: pathlib.Path, examples: bool = False):
         self.runner = runner
         self.home = home
+        self.examples = examples
         self.landed = 0
 
     @property
@@ -39,8 +40,7 @@ class Lakerank:
         """`dbt <args>` on this home; ``project``: another project folder (an edited copy)."""
         os.environ["LAKERANK_HOME"] = str(self.home)
         cli = [*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")]
-        if args and args[0] in PIPELINE_COMMANDS and not {"--select", "-s"} & set(args):
-            cli += PIPELINE_ONLY  # the examples have their own test (test_examples.py)
+        vars = {**(EXAMPLES_ON if self.examples else {}), **(vars or {})}
         if vars:
             import json
 

@@ -4,12 +4,15 @@ project, plus lakerank's own split into the library package and the pipeline."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
 import subprocess
 
 import pytest
+
+from lakerank_project import EXAMPLES_ON
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAYERS = {"staging": 0, "intermediate": 1, "marts": 2, "published": 3}
@@ -21,13 +24,14 @@ MAX_LINES = 400
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory):
+    """The project parsed with the examples on, so that the rules cover them too."""
     from dbt.cli.main import dbtRunner
 
     home = tmp_path_factory.mktemp("layout_home")
     os.environ["LAKERANK_HOME"] = str(home)
     target = tmp_path_factory.mktemp("layout_target")
     res = dbtRunner().invoke(["parse", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"),
-                              "--target-path", str(target)])
+                              "--target-path", str(target), "--vars", json.dumps(EXAMPLES_ON)])
     assert res.success, res.exception
     assert not (home / "metastore_db").exists(), "parsing started a Spark session"
     return res.result
@@ -54,6 +58,20 @@ def test_every_model_has_a_primary_key_test_or_says_why_not(manifest):
     missing = [n.name for uid, n in _models(manifest).items()
                if uid not in tested and not str(n.config.meta.get("primary_key_test", "")).startswith("none: ")]
     assert missing == [], f"models with no primary-key test and no meta.primary_key_test reason: {missing}"
+
+
+def test_the_examples_are_off_unless_asked_for(manifest, tmp_path):
+    """`dbt build` builds the product: without the var `lakerank_examples`, dbt sees no model,
+    data test or source of models/examples/ (dbt_project.yml), which are there when it is on."""
+    from dbt.cli.main import dbtRunner
+
+    on = {n.original_file_path for n in [*manifest.nodes.values(), *manifest.sources.values()]}
+    assert {p for p in on if p.startswith("models/examples/")}
+    res = dbtRunner().invoke(["ls", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"),
+                              "--target-path", str(tmp_path), "--output", "path", "--quiet"])
+    assert res.success, res.exception
+    assert "models/marts/fct_contract_rank.sql" in res.result
+    assert [p for p in res.result if p.startswith("models/examples/")] == []
 
 
 def test_model_names_follow_their_folder(manifest):
@@ -110,7 +128,7 @@ def test_no_source_file_over_the_size_limit():
     assert long == {}
 
 
-# DESIGN.md's names in this project (macros/library_api.sql) and their arguments; `as_of` is
+# The library's names in this project (macros/library_api.sql, docs/design.md#interfaces), with arguments; `as_of` is
 # left out here because it checks, while compiling, that the snapshot exists.
 FORWARDED = [
     ("audit_log", "ref('fct_contract_rank')"),

@@ -1,7 +1,7 @@
 """Unit tests of the pure-Python Paimon merge kernel (python_udfs.paimon).
 
-No Spark.  The expectations come from ``../shared/paimon_vectors_public.json`` (copied from
-Paimon's own tests, see its ``conventions``):
+No Spark.  The expectations come from ``tests/data/paimon_vectors_public.json`` (copied from
+Paimon's own tests, see its ``conventions`` and tests/data/README.md):
 
 * every ``field_aggregator`` and ``merge_function`` vector (each sub-case) is replayed against
   :func:`agg` / :func:`retract` / :class:`FieldAggregator` and :func:`merge_pass`;
@@ -22,11 +22,11 @@ import math
 import re
 import struct
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
+from paimon_vectors import load_vectors
 from python_udfs.paimon.aggregators import agg, make_aggregator, retract
 from python_udfs.paimon.errors import PaimonArithmeticError, PaimonMergeError, PaimonOptionError
 from python_udfs.paimon.field_aggregator import FieldAggregator
@@ -35,10 +35,7 @@ from python_udfs.paimon.merge import commit_key, merge_order, merge_pass, write_
 from python_udfs.paimon.spark_types import SparkType, parse_type
 from python_udfs.paimon.validation import parse_options
 
-VECTORS_PATH = Path(__file__).resolve().parents[3] / "shared" / "paimon_vectors_public.json"
-if not VECTORS_PATH.is_file():
-    pytest.fail(f"Paimon test vectors not found at {VECTORS_PATH}", pytrace=False)
-VECTOR_DATA = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
+VECTOR_DATA = load_vectors()
 VECTORS: Dict[str, Dict[str, Any]] = {v["id"]: v for v in VECTOR_DATA["vectors"]}
 UNIT_LEVELS = ("field_aggregator", "merge_function")
 UNIT_VECTOR_IDS = [v["id"] for v in VECTOR_DATA["vectors"] if v["level"] in UNIT_LEVELS]
@@ -730,7 +727,7 @@ def test_spec_layout_and_defaults() -> None:
     assert spec["engine"] == "aggregation" and spec["bucket"] == 4 and spec["bucket_key"] == ["k"]
     assert spec["value_columns"] == [c for c, _ in COLS if c != "k"]
     assert set(spec["fields"]) == set(spec["value_columns"])
-    assert spec["fields"]["g1"]["fn"] == "last_value"  # sequence field (§1)
+    assert spec["fields"]["g1"]["fn"] == "last_value"  # sequence field (docs/paimon_semantics.md#aggregation)
     assert spec["fields"]["g2"]["fn"] == "last_non_null_value"  # engine default
     assert spec["fields"]["s"]["fn"] == "first_non_null_value"  # legacy alias
     assert spec["fields"]["arr"]["distinct"] is True
@@ -861,7 +858,7 @@ def test_cross_partition_update_needs_dynamic_bucket() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Write filters (§0.8) and merge order (§0.3)
+# Write filters and merge order (docs/paimon_semantics.md#write-filters, #merge-order)
 # ------------------------------------------------------------------------------------------
 
 KV = [("k", "int"), ("v", "string"), ("kind", "string")]
@@ -944,7 +941,8 @@ def test_lookup_compaction_merges_lone_records() -> None:
 
 
 def test_remove_record_on_delete_resets_to_empty() -> None:
-    """§6.1: lakerank resets to empty after a removing -D (Paimon would inherit the -D's values)."""
+    """lakerank resets to empty after a removing -D; Paimon would inherit the -D's values
+    (docs/paimon_semantics.md#delete-reset)."""
     spec = _spec({"merge-engine": "aggregation", "fields.v.aggregate-function": "sum",
                   "aggregation.remove-record-on-delete": "true"}, KN)  # fmt: skip
     recs = [("+I", {"k": 1, "v": 5, "w": 1}), ("-D", {"k": 1, "v": 5, "w": 1}), ("+I", {"k": 1, "v": 2, "w": None})]
@@ -1052,7 +1050,7 @@ def test_collect_distinct_on_constructed_elements() -> None:
 
 
 def test_first_value_in_partial_update_group_takes_older_value() -> None:
-    """§2.3 rule 3: agg_reversed(stored, older) = agg(older, stored)."""
+    """docs/paimon_semantics.md#sequence-groups, rule 3: agg_reversed(stored, older) = agg(older, stored)."""
     cols = [("k", "int"), ("a", "int"), ("g", "int")]
     spec = parse_options({"merge-engine": "partial-update", "fields.g.sequence-group": "a",
                           "fields.a.aggregate-function": "first_value"}, cols, ["k"])  # fmt: skip
