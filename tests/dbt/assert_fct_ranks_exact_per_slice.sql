@@ -1,10 +1,15 @@
 {#- Every (project, segment) slice this build rewrote holds exact ranks: `mem_rn` is the
     rank function recomputed over the slice, `base_max_rn` is the rank positions the
     project's earlier segments use (a running sum over the accumulation's per-segment
-    index), `asc_rn = mem_rn + base_max_rn`, and the positions the slice uses equal its
-    index entry (a slice in the index with no rows fails too). These invariants hold slice
-    by slice, so the test reads only the rewritten slices (cost follows the build) and a
-    correct build never fails it, while any wrong rank in a slice it reads does. -#}
+    index), `asc_rn = mem_rn + base_max_rn`, the positions the slice uses equal its index
+    entry (a slice in the index with no rows fails too), and every contract's rank agrees
+    with the zipper version that starts at its sign time (positions used by contracts
+    signed at or before it): dense_rank equals it; rank is it minus the ties at that time
+    plus one; row_number lies within the ties. These invariants hold slice by slice (ties
+    share a sign time, so a slice), so the test reads only the rewritten slices, each mart
+    once (cost follows the build), and a correct build never fails it, while any wrong rank
+    in a slice it reads does. -#}
+{%- set fn = lakerank.rank_function() -%}
 
 {%- if lakerank.rank_scope_is_empty() %}
 
@@ -43,12 +48,33 @@ scoped_index as (
             and index_entries.segment_start = scope.segment_start
 ),
 
+zipper as (
+    select dim_project_rank_version.*
+    from {{ ref('dim_project_rank_version') }} as dim_project_rank_version
+    left semi join scope
+        on
+            dim_project_rank_version.project_id = scope.project_id
+            and dim_project_rank_version.segment_start = scope.segment_start
+),
+
 recomputed as (
     select
         *,
         {{ lakerank.rank_over('project_id, segment_start') }} as want_mem_rn,
-        {{ lakerank.positions_used('mem_rn', 'project_id, segment_start') }} as slice_positions
+        {{ lakerank.positions_used('mem_rn', 'project_id, segment_start') }} as slice_positions,
+        count(*) over (partition by project_id, sign_time) as n_ties
     from fct
+),
+
+with_versions as (
+    select
+        recomputed.*,
+        zipper.base_max_rn as positions_through
+    from recomputed
+    left join zipper
+        on
+            recomputed.project_id = zipper.project_id
+            and recomputed.sign_time = zipper.ver_start
 ),
 
 checked as (
@@ -61,9 +87,11 @@ checked as (
         recomputed.base_max_rn,
         recomputed.asc_rn,
         recomputed.slice_positions,
+        recomputed.positions_through,
+        recomputed.n_ties,
         scoped_index.positions as index_positions,
         scoped_index.base_positions as index_base
-    from recomputed
+    from with_versions as recomputed
     full outer join scoped_index
         on
             recomputed.project_id = scoped_index.project_id
@@ -78,4 +106,13 @@ where
     or base_max_rn <> index_base
     or asc_rn <> mem_rn + base_max_rn
     or slice_positions <> index_positions
+    or (contract_id is not null and positions_through is null)
+{%- if fn == 'dense_rank' %}
+    or asc_rn <> positions_through
+{%- elif fn == 'rank' %}
+    or asc_rn <> positions_through - n_ties + 1
+{%- else %}
+    or asc_rn > positions_through
+    or asc_rn <= positions_through - n_ties
+{%- endif %}
 {%- endif %}

@@ -82,16 +82,27 @@
         {% do lakerank_lib.record_commit(view_relation, commit_id, fingerprint, kind='view',
                                          properties={'lakerank.primary_key': primary_key | join(',')}) %}
       {%- endif -%}
-      {#- its data tests read the rows this commit changed (not the whole predicate) -#}
+      {#- its data tests read the rows this commit changed, from the commit's own partition of
+          the audit log: this commit is every changed key's newest change, so its after-images
+          are exactly the view's rows of those keys, without reading the base -#}
       {% do lakerank_lib.remember_written(view_relation,
           '(' ~ primary_key | join(', ') ~ ') in (select ' ~ primary_key | join(', ') ~ ' from '
-          ~ parts['audit'] ~ ' where _commit_id = ' ~ commit_id ~ ')') %}
+          ~ parts['audit'] ~ ' where _commit_id = ' ~ commit_id ~ ')',
+          rows=lakerank_lib.merge_on_read_committed_rows(parts, commit_id)) %}
     {%- endif -%}
   {%- endif -%}
 
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [view_relation]}) }}
 {% endmaterialization %}
+
+
+{#- The view's rows that commit `commit_id` wrote, when it is the newest commit: the
+    after-images in its audit-log partition (the diff has one a key; a deleted key none). -#}
+{% macro merge_on_read_committed_rows(parts, commit_id) -%}
+  {{ return('select * from ' ~ parts['audit'] ~ ' where _commit_id = ' ~ commit_id
+            ~ " and rowkind in ('+I', '+U')") }}
+{%- endmacro %}
 
 
 {#- The side tables and storage root of a merge-on-read model. -#}
