@@ -121,11 +121,14 @@ def kept(df):
 
 
 def release(df) -> None:
-    """Drop the rows ``kept`` holds for ``df`` (a no-op for other frames)."""
+    """Drop the rows ``kept`` (or a local checkpoint) holds for ``df``, or for the temporary
+    view ``df`` reads (``spark.table(view)``); a no-op for other frames."""
     jdf = getattr(df, "_jdf", None)  # None over Spark Connect: the server cleans up
     if jdf is None:
         return
     plan = jdf.queryExecution().analyzed()
+    while plan.getClass().getSimpleName() in ("SubqueryAlias", "View"):  # a temporary view over its plan
+        plan = plan.child()
     if plan.getClass().getSimpleName() == "LogicalRDD":
         plan.rdd().unpersist(False)
 

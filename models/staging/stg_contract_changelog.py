@@ -3,11 +3,14 @@
 Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/
 into a clean retract changelog (+I, -U, +U, -D) of the live contract set, one
 partition per commit. The landed lines' format is the var `contracts_format`
-(dbt_project.yml: lakerank, debezium-json, canal-json or maxwell-json; docs/cdc_formats.md).
+(dbt_project.yml: lakerank, debezium-json, canal-json or maxwell-json; docs/cdc_formats.md), read
+with the vars contracts_change_time, contracts_database_include, contracts_table_include and
+contracts_sign_time_unit.
 The per-contract state is a table (stg_contract_ingest_state) merged with set operations, no
 Python UDF. The work is in python_udfs.ingest.contract_ingest.
 """
 
+from python_udfs.ingest.cdc_formats import cdc_options
 from python_udfs.ingest.contract_ingest import run_contract_ingest
 from python_udfs.ingest.tables import landing_path
 
@@ -17,6 +20,13 @@ def model(dbt, session):
     home = session.conf.get("spark.lakerank.home")
     schema = dbt.this.schema
     fmt = dbt.config.get("contracts_format") or "lakerank"
+    cdc = cdc_options(
+        change_time=dbt.config.get("contracts_change_time"),
+        database_include=dbt.config.get("contracts_database_include"),
+        table_include=dbt.config.get("contracts_table_include"),
+        units={"sign_time": dbt.config.get("contracts_sign_time_unit") or "millis"},
+        declare="the var contracts_change_time: arrival",
+    )
     return run_contract_ingest(
         session,
         landing_dir=landing_path(home, "contracts"),
@@ -26,4 +36,5 @@ def model(dbt, session):
         ingest_log_table=f"{schema}.stg_contract_ingest_log",
         state_table=f"{schema}.stg_contract_ingest_state",
         fmt=fmt,
+        cdc=cdc,
     )

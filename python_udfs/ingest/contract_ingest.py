@@ -13,7 +13,8 @@ worker) and writes, per micro-batch (= commit ``_commit_id``), three tables
   ``(op_ts, file, line)`` order (``_seq`` 1..n within the commit);
 * ``quarantine_table``: every line that is not a valid event, with a reason;
 * ``ingest_log_table``: one row per commit with the counts, which reconcile:
-  ``events_landed = applied + noop + stale + before_image + quarantined``.
+  ``events_landed = applied + noop + stale + before_image + skipped + quarantined``
+  (``skipped``: CDC lines that are not data, or of tables the stream filters out).
 
 Input
 -----
@@ -23,7 +24,8 @@ One JSON object a line: ``op`` (``+I``, ``+U``, ``-U``, ``-D``),
 ``op_ts`` (``yyyy-MM-dd HH:mm:ss.SSS`` with 1-3 fraction digits, or
 ``yyyy-MM-dd HH:mm:ss``): the ``lakerank`` format; a CDC format (``fmt``: ``debezium-json``,
 ``canal-json``, ``maxwell-json``) is converted to these events first, a line to one or
-more (a malformed one: one quarantined; :mod:`python_udfs.ingest.cdc_formats`). Any file
+more (a malformed one: one quarantined; one that is not data: one skipped;
+:mod:`python_udfs.ingest.cdc_formats`, read with ``cdc``: its change time, filters and units). Any file
 name is accepted; files and folders whose name starts with ``.`` or ``_`` are ignored (Spark's rule), sub-folders are
 read. Lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (as Spark's line reader; a
 leading byte-order mark is dropped); ``_source_line`` is the 1-based physical line number and
@@ -144,7 +146,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional
 
-from python_udfs.ingest.cdc_formats import check_format, physical_line, to_native_events
+from python_udfs.ingest.cdc_formats import CdcOptions, check_format, physical_line, to_native_events
 from python_udfs.ingest.contract_lines import parse_contract_lines
 from python_udfs.ingest.contract_state import (
     STATE_DDL,
@@ -181,10 +183,11 @@ CHANGELOG_DDL = (
 )
 INGEST_LOG_DDL = (
     "files BIGINT, events_landed BIGINT, applied BIGINT, noop BIGINT, stale BIGINT, "
-    "before_image BIGINT, quarantined BIGINT, _committed_at TIMESTAMP_NTZ, _commit_id BIGINT"
+    "before_image BIGINT, quarantined BIGINT, _committed_at TIMESTAMP_NTZ, skipped BIGINT, _commit_id BIGINT"
 )
 
-_OUTCOMES = ("applied", "noop", "stale", "before_image", "quarantined")
+_OUTCOMES = ("applied", "noop", "stale", "before_image", "skipped", "quarantined")
+_COUNTED = ("applied", "noop", "stale", "before_image")  # by the state step
 
 
 # A commit's output of up to _ONE_FILE_MAX rows is one file, sorted in one task; a larger one
@@ -252,7 +255,8 @@ def numbered_in_order(df, order: List[str], rows: int, name: str, held: List):
 
 def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changelog_table: str,
                         quarantine_table: str, ingest_log_table: str, state_table: Optional[str] = None,
-                        max_files_per_trigger: Optional[int] = None, fmt: str = "lakerank") -> str:
+                        max_files_per_trigger: Optional[int] = None, fmt: str = "lakerank",
+                        cdc: Optional[CdcOptions] = None) -> str:
     """Consume every JSON Lines file under landing_dir not yet consumed (Structured Streaming,
     trigger(availableNow=True), checkpoint in checkpoint_dir), exactly once; returns a one-line summary.
 
@@ -260,7 +264,8 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     state in ``state_table``, default ``<changelog_table>_state``), and the landing folder
     if missing (an empty stream). Each micro-batch is one commit ``_commit_id`` (the
     streaming batch id). ``fmt``: the landed lines' format (``cdc_formats.FORMATS``; a CDC
-    format's lines are converted to native events first). See the module doc.
+    format's lines are converted to native events first, read with ``cdc``: change time,
+    database and table filters, time units). See the module doc.
     """
     from pyspark.sql import functions as F
 
@@ -281,7 +286,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
         kind = F.col("kind")
         lines = numbered_lines(batch_df, whole_files(spark, checkpoint_dir, commit_id))
         if fmt != "lakerank":
-            lines = to_native_events(lines, fmt)
+            lines = to_native_events(lines, fmt, cdc)
         parsed = kept(parse_contract_lines(lines, converted=fmt != "lakerank").select(
             "kind", "file", "line", "n_events", "reason", "raw",
             "contract_id", "op", "project_id", "sign_us",
@@ -291,8 +296,8 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
         held: List = []  # frames kept for one write, released at the end
         try:
             agg = batch_counts(parsed)
-            stats = {name: int(agg[name]) for name in ("files", "events_landed", "quarantined")}
-            stats.update({o: 0 for o in _OUTCOMES if o != "quarantined"}, changes=0)
+            stats = {name: int(agg[name]) for name in ("files", "events_landed", "skipped", "quarantined")}
+            stats.update({o: 0 for o in _COUNTED}, changes=0)
 
             if agg["events"]:
                 # The state as of before this commit: a replay ignores what a killed attempt wrote.
@@ -303,8 +308,7 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
                                      events.select("contract_id").distinct())
                 out = kept(apply_events(events, state))
                 counts = out.agg(
-                    *[F.count(F.when(F.col("outcome") == o, 1)).alias(o)
-                      for o in _OUTCOMES if o != "quarantined"],
+                    *[F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in _COUNTED],
                     F.coalesce(F.sum(F.size("changes")), F.lit(0)).alias("changes"),
                 ).collect()[0]
                 stats.update({name: int(counts[name]) for name in counts.asDict()})
@@ -364,7 +368,9 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     return commits_summary(stats_by_commit, (
         f"landed {totals['events_landed']}, applied {totals['applied']}, "
         f"noop {totals['noop']}, stale {totals['stale']}, "
-        f"before_image {totals['before_image']}, quarantined {totals['quarantined']}"))
+        f"before_image {totals['before_image']}, quarantined {totals['quarantined']}"
+        # native lines are never skipped: their summary keeps its shape
+        + (f", skipped {totals['skipped']}" if fmt != "lakerank" else "")))
 
 
 def _refuse_legacy_state(checkpoint_dir: str, state_table: str) -> None:

@@ -23,8 +23,9 @@ def parse_contract_lines(lines, converted: bool = False):
     lines) and one per non-blank line (``kind`` 'E' for a valid event, 'quarantined' with a
     ``reason`` otherwise). ``converted``: ``lines`` are events converted from a CDC format
     (``cdc_formats.to_native_events``): the event's ``native`` text is checked, an envelope's
-    ``bad`` is the reason, a validation reason is prefixed with the event's ``origin`` and
-    the quarantined line is ``text``, the landed line."""
+    ``bad`` is the reason, a validation reason is prefixed with the event's ``origin``, the
+    quarantined line is ``text``, the landed line, and a line with a ``skip`` reason is
+    ``kind`` 'skipped'."""
     from pyspark.sql import functions as F
 
     # VARIANT keeps JSON's own types: integer literals, exact decimals, strings, objects
@@ -41,7 +42,8 @@ def parse_contract_lines(lines, converted: bool = False):
     # projections with non-trivial columns are not collapsed, so each value is computed once
     # per line (an expression repeated in later CASE branches would be evaluated again).
     fields = ("op", "contract_id", "project_id", "sign_time", "amount", "op_ts")
-    keep = ("file", "line", "n_events", "text", "batch_us", "v") + (("native", "origin", "bad") if converted else ())
+    keep = ("file", "line", "n_events", "text", "batch_us", "v") + (
+        ("skip", "native", "origin", "bad") if converted else ())
     subs = lines.select(*keep, *[F.expr(f"variant_get(v, '$.{n}')").alias(f"x_{n}") for n in fields])
     typed = subs.select(*keep, *[f"x_{n}" for n in fields],
                         *[F.expr(f"to_json(x_{n})").alias(f"j_{n}") for n in fields])

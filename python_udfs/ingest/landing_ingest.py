@@ -11,7 +11,8 @@ micro-batch (= commit ``_commit_id``, the streaming batch id), three tables:
 * ``quarantine_table``: every line that is not a valid event, with the reason and the
   raw line;
 * ``ingest_log_table``: one row per commit with the counts, which reconcile:
-  ``events_landed = applied + quarantined``.
+  ``events_landed = applied + skipped + quarantined`` (``skipped``: CDC lines that are not
+  data, or of tables the stream filters out).
 
 ``run_commit_union`` (:mod:`python_udfs.ingest.commit_union`) builds one commit stream out
 of several landed ones. The schema and the parsing of the lines are in
@@ -66,7 +67,8 @@ Formats
 runs), or ``debezium-json``, ``canal-json``, ``maxwell-json``: each line a CDC message of the
 source table, checked and exploded by :func:`python_udfs.ingest.cdc_formats.change_events` into
 versions (insert, snapshot read: ``c`` with the new row; update: ``u`` with the new row;
-delete: ``d`` with the old row), each row image typed as a native line would be, with
+delete: ``d`` with the old row; with a declared ``key``, a delete needs only the key's fields),
+each row image typed as a native line would be, with
 ``op_ts`` (declared as a timestamp: required) the source's change time and a declared ``op``
 (a string) the change kind; a delete on a stream without an ``op`` field is quarantined. Canal's
 digit strings read as integers; a JSON integer for a timestamp (date) is epoch milliseconds
@@ -88,7 +90,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from python_udfs.ingest.cdc_formats import physical_line
+from python_udfs.ingest.cdc_formats import CdcOptions, cdc_options, physical_line
 from python_udfs.ingest.landed_lines import numbered_lines, whole_files
 from python_udfs.ingest.stream_lines import check_stream_format, normalise_fields, parse_stream_lines, table_ddl
 from python_udfs.ingest.tables import (
@@ -115,8 +117,9 @@ __all__ = [
 
 INGEST_LOG_DDL = (
     "files BIGINT, events_landed BIGINT, applied BIGINT, quarantined BIGINT, "
-    "_committed_at TIMESTAMP_NTZ, _commit_id BIGINT"
+    "_committed_at TIMESTAMP_NTZ, skipped BIGINT, _commit_id BIGINT"
 )
+_COUNTS = ("files", "events_landed", "applied", "skipped", "quarantined")
 # --------------------------------------------------------------------------
 # The job
 # --------------------------------------------------------------------------
@@ -125,8 +128,10 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
     """The ingest of model ``this`` (dbt's relation) for the stream its YAML declares in
     config ``stream``: ``folder`` (under ``$LAKERANK_HOME/landing/``), ``format`` (the landed
     lines' format, ``cdc_formats.FORMATS``; default ``lakerank``), ``delete_time`` (optional:
-    the timestamp field a CDC delete sets to the change time) and ``fields`` (a list of
-    ``{name, type, required, formats, values}``). Writes ``<model>``, ``<model>__quarantine``
+    the timestamp field a CDC delete sets to the change time), ``key`` (optional: the fields a
+    CDC delete needs), ``change_time``, ``database_include``, ``table_include``
+    (``cdc_formats.cdc_options``) and ``fields`` (a list of ``{name, type, required, formats,
+    values, unit}``). Writes ``<model>``, ``<model>__quarantine``
     and ``<model>__ingest_log`` in the model's schema; checkpoint
     ``$LAKERANK_HOME/checkpoints/<model>``. A stream is a YAML entry and a three-line model
     (``models/examples/stg_payments.py``)."""
@@ -134,9 +139,12 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
         raise ValueError(f"model {this.identifier}: config 'stream' must declare 'folder' and 'fields' "
                          f"(docs/examples.md), got {stream!r}")
     fmt = stream.get("format") or "lakerank"
-    delete_time = stream.get("delete_time")
+    delete_time, key = stream.get("delete_time"), stream.get("key")
     try:
-        check_stream_format(fmt, normalise_fields(stream["fields"]), delete_time)
+        spec = normalise_fields(stream["fields"])
+        check_stream_format(fmt, spec, delete_time, key)
+        cdc = cdc_options(stream.get("change_time"), stream.get("database_include"), stream.get("table_include"),
+                          {f["name"]: f["unit"] for f in spec if f["unit"]})
     except ValueError as e:
         raise ValueError(f"model {this.identifier}: {e}") from None
     home = spark.conf.get("spark.lakerank.home")
@@ -146,6 +154,8 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
         fields=stream["fields"],
         fmt=fmt,
         delete_time=delete_time,
+        key=key,
+        cdc=cdc,
         landing_dir=landing_path(home, stream["folder"]),
         checkpoint_dir=f"{home}/checkpoints/{this.identifier}",
         table=name,
@@ -157,17 +167,19 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
 def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: str,
                        checkpoint_dir: str, table: str, quarantine_table: str,
                        ingest_log_table: str, max_files_per_trigger: Optional[int] = None,
-                       fmt: str = "lakerank", delete_time: Optional[str] = None) -> str:
+                       fmt: str = "lakerank", delete_time: Optional[str] = None,
+                       key: Optional[Sequence[str]] = None, cdc: Optional[CdcOptions] = None) -> str:
     """Consume every JSON Lines file under ``landing_dir`` not consumed yet, exactly once
     (``trigger(availableNow=True)``, checkpoint in ``checkpoint_dir``); returns a one-line
     summary. Creates the three tables if missing (parquet, partitioned by ``_commit_id``)
     and the landing folder if missing. ``fmt``: the landed lines' format
-    (``cdc_formats.FORMATS``; a CDC format's lines are read as row images); ``delete_time``:
-    the timestamp field a CDC delete sets to the change time. See the module doc."""
+    (``cdc_formats.FORMATS``; a CDC format's lines are read as row images, with ``cdc``);
+    ``delete_time``: the timestamp field a CDC delete sets to the change time; ``key``: the
+    fields a CDC delete needs. See the module doc."""
     from pyspark.sql import functions as F
 
     spec = normalise_fields(fields)
-    check_stream_format(fmt, spec, delete_time)
+    check_stream_format(fmt, spec, delete_time, key)
     locations = ensure_tables(spark, table=(table, table_ddl(fields)), quarantine=(quarantine_table, QUARANTINE_DDL),
                               ingest_log=(ingest_log_table, INGEST_LOG_DDL))
     output = start_stream(spark, landing_dir, checkpoint_dir, max_files_per_trigger)
@@ -176,20 +188,20 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
     def write_batch(lines_df, batch_id: int) -> None:
         commit_id = int(batch_id)
         lines = numbered_lines(lines_df, whole_files(spark, checkpoint_dir, commit_id))
-        batch_df = kept(parse_stream_lines(lines, spec, fmt, delete_time))
+        batch_df = kept(parse_stream_lines(lines, spec, fmt, delete_time, key, cdc))
         try:
             agg = batch_counts(batch_df)
-            stats = {"files": int(agg["files"]), "events_landed": int(agg["events_landed"]),
-                     "applied": int(agg["events"]), "quarantined": int(agg["quarantined"])}
-            if stats["events_landed"] != stats["applied"] + stats["quarantined"]:
+            stats = {n: int(agg["events" if n == "applied" else n]) for n in _COUNTS}
+            if stats["events_landed"] != stats["applied"] + stats["skipped"] + stats["quarantined"]:
                 raise RuntimeError(
                     f"landing ingest {table} commit {commit_id}: counts do not reconcile: events_landed "
-                    f"{stats['events_landed']} != applied {stats['applied']} + quarantined {stats['quarantined']}")
+                    f"{stats['events_landed']} != applied {stats['applied']} + skipped {stats['skipped']} "
+                    f"+ quarantined {stats['quarantined']}")
             # the quarantine's _source_line: the physical line (a CDC event's line is its position)
             lined = batch_df if fmt == "lakerank" else batch_df.withColumn("line", physical_line(F.col("line"), fmt))
             publish_quarantine_and_log(
                 spark, lined, commit_id=commit_id, checkpoint_dir=checkpoint_dir, batch_us=agg["batch_us"],
-                stats=stats, counts=("files", "events_landed", "applied", "quarantined"),
+                stats=stats, counts=_COUNTS,
                 quarantine=(quarantine_table, locations["quarantine"]),
                 ingest_log=(ingest_log_table, locations["ingest_log"]))
 
@@ -210,6 +222,8 @@ def run_landing_ingest(spark, *, fields: Sequence[Sequence[Any]], landing_dir: s
             release(batch_df)
 
     run_available_now(spark, output, write_batch, checkpoint_dir)
-    totals = {n: sum(s[n] for s in stats_by_commit.values()) for n in ("events_landed", "applied", "quarantined")}
+    totals = {n: sum(s[n] for s in stats_by_commit.values()) for n in _COUNTS}
     return commits_summary(stats_by_commit, f"landed {totals['events_landed']}, applied {totals['applied']}, "
-                                            f"quarantined {totals['quarantined']}")
+                                            f"quarantined {totals['quarantined']}"
+                                            # native lines are never skipped: their summary keeps its shape
+                                            + (f", skipped {totals['skipped']}" if fmt != "lakerank" else ""))

@@ -74,10 +74,22 @@ def ensure_table(spark, table: str, ddl: str) -> str:
         spark.sql(f"CREATE SCHEMA IF NOT EXISTS {quote_name(database)}")
         spark.sql(f"CREATE TABLE IF NOT EXISTS {quote_name(table)} ({ddl}) USING parquet "
                   "PARTITIONED BY (_commit_id)")
-    entry = catalog.getTable(database, name)
     want = [(f.name, f.dataType.simpleString()) for f in _parse_datatype_string(ddl).fields]
-    schema = StructType.fromJson(json.loads(entry.schema().json()))
-    have = [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+    def columns(entry):
+        schema = StructType.fromJson(json.loads(entry.schema().json()))
+        return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+    entry = catalog.getTable(database, name)
+    have = columns(entry)
+    added = want[len(have) - 1:-1]
+    if want != have and have[:-1] == want[:len(have) - 1] and have[-1:] == want[-1:] and added:
+        # columns the DDL adds after the last data column (an ingest log's later counts): added
+        # to the table in place, NULL on the partitions written before
+        spark.sql(f"ALTER TABLE {quote_name(table)} ADD COLUMNS ("
+                  + ", ".join(f"`{n}` {t}" for n, t in added) + ")")
+        entry = catalog.getTable(database, name)
+        have = columns(entry)
     if want != have:
         raise ValueError(f"table {table} exists with columns {have}, expected {want}")
     # the twin of the adapter's lakerank_table_location (python_udfs does not import the adapter)
@@ -209,21 +221,24 @@ def run_available_now(spark, output, write_batch: Callable, checkpoint_dir: str)
 
 def checked_lines(lines, reason, values: Sequence):
     """``lines`` (``landed_lines.numbered_lines`` plus the ingest's columns) as the ingest's
-    parsed rows: ``kind`` 'file' for a file's marker (line 0), 'E' for a line ``reason``
-    (a Column, NULL when valid) passes, else 'quarantined' with its ``reason`` and ``raw``
-    line; ``values``, ``(name, Column)`` pairs, are kept on valid lines only."""
+    parsed rows: ``kind`` 'file' for a file's marker (line 0), 'skipped' for a line that is not
+    data (a CDC format's ``skip`` column, :func:`python_udfs.ingest.cdc_formats.change_events`),
+    'E' for a line ``reason`` (a Column, NULL when valid) passes, else 'quarantined' with its
+    ``reason`` and ``raw`` line; ``values``, ``(name, Column)`` pairs, are kept on valid lines only."""
     from pyspark.sql import functions as F
 
     marker = F.col("line") == 0
-    checked = lines.withColumn("reason", F.when(~marker, reason))
-    valid = ~marker & F.col("reason").isNull()
+    skipped = F.col("skip").isNotNull() if "skip" in lines.columns else F.lit(False)
+    checked = lines.withColumn("reason", F.when(~marker & ~skipped, reason))
+    valid = ~marker & ~skipped & F.col("reason").isNull()
     return checked.select(
-        F.when(marker, F.lit("file")).when(valid, F.lit("E")).otherwise(F.lit("quarantined")).alias("kind"),
+        F.when(marker, F.lit("file")).when(skipped, F.lit("skipped")).when(valid, F.lit("E"))
+        .otherwise(F.lit("quarantined")).alias("kind"),
         "file",
         "line",
         "n_events",
         "reason",
-        F.when(~marker & ~valid, F.col("text")).alias("raw"),
+        F.when(~marker & ~valid & ~skipped, F.col("text")).alias("raw"),
         *[F.when(valid, value).alias(name) for name, value in values],
         "batch_us",
     )
@@ -231,7 +246,8 @@ def checked_lines(lines, reason, values: Sequence):
 
 def batch_counts(parsed):
     """One row of a batch's ``checked_lines``: ``files``, ``events_landed`` (their non-blank
-    lines), ``events`` (valid), ``quarantined`` and ``batch_us`` (the batch timestamp)."""
+    lines, or the events a CDC format's lines became), ``events`` (valid), ``skipped``,
+    ``quarantined`` and ``batch_us`` (the batch timestamp)."""
     from pyspark.sql import functions as F
 
     kind = F.col("kind")
@@ -239,6 +255,7 @@ def batch_counts(parsed):
         F.count(F.when(kind == "file", 1)).alias("files"),
         F.coalesce(F.sum(F.when(kind == "file", F.col("n_events"))), F.lit(0)).alias("events_landed"),
         F.count(F.when(kind == "E", 1)).alias("events"),
+        F.count(F.when(kind == "skipped", 1)).alias("skipped"),
         F.count(F.when(kind == "quarantined", 1)).alias("quarantined"),
         F.max("batch_us").alias("batch_us"),
     ).collect()[0]

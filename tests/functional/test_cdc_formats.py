@@ -54,15 +54,19 @@ from lakerank_project import Lakerank
 ZONE = os.environ.get("LAKERANK_TIMEZONE", "Asia/Shanghai")
 START = _dt.datetime(2024, 3, 4, 9, 0, 0)
 # The build of each format: (formats landed, the contracts_format var).
-BUILDS = [(["debezium-json", "debezium-json-wrapped"], "debezium-json"), (["canal-json"], "canal-json"),
-          (["maxwell-json"], "maxwell-json")]
+BUILDS = [(["debezium-json", "debezium-json-wrapped", "debezium-json-postgres", "debezium-json-zoned"],
+           "debezium-json"), (["canal-json"], "canal-json"), (["maxwell-json"], "maxwell-json")]
+# Every build reads one database's one table: the other tables of a multi-table topic are skipped.
+FILTERS = {"contracts_database_include": "lakerank", "contracts_table_include": "contracts"}
+# The formats whose files carry what is not data and other tables' changes between the changes.
+MIXED = ("debezium-json-postgres", "debezium-json-zoned", "canal-json", "maxwell-json")
 SHIFT = 100_000
 EXTRA_CONTRACT = 99_999  # a valid row landed beside a bad one (canal), outside the history
 
 
 def _bad_lines(fmt: str, ts_ms: int, k: int):
     """Malformed envelopes appended to a format's file: (line, expected reason, the native
-    lines the oracle gets for it)."""
+    lines the oracle gets for it); a reason None: a line that is not data, skipped."""
     bad = ["{bad"]
     after = {"project_id": 1 + 100 * k, "contract_id": 7 + SHIFT * k, "sign_time": 1709510400000, "amount": 1.5}
     if fmt == "debezium-json":
@@ -74,7 +78,12 @@ def _bad_lines(fmt: str, ts_ms: int, k: int):
             ("this is not json", "debezium-json: invalid json", bad),
         ]
     if fmt == "debezium-json-wrapped":  # a tombstone
-        return [(json.dumps({"schema": None, "payload": None}), "debezium-json: missing op", bad)]
+        return [(json.dumps({"schema": None, "payload": None}), None, [])]
+    if fmt == "debezium-json-postgres":  # a delete without its key
+        return [(env.postgres_message("d", None, None, ts_ms, ZONE, True, 1), "debezium-json: op 'd' without before",
+                 bad),
+                (env.postgres_message("d", {"project_id": 1}, None, ts_ms, ZONE, True, 2),
+                 "debezium-json before: null contract_id", bad)]
     if fmt == "canal-json":
         # in a project of its own (99): the history's ranks stay comparable
         good = {"contract_id": str(EXTRA_CONTRACT + SHIFT * k), "project_id": str(99 + 100 * k),
@@ -87,51 +96,74 @@ def _bad_lines(fmt: str, ts_ms: int, k: int):
              "canal-json: data is not an array", bad),
             (json.dumps({"data": None, "database": "lakerank", "es": ts_ms, "isDdl": True, "old": None,
                          "sql": "ALTER TABLE contracts ADD COLUMN note text", "table": "contracts",
-                         "ts": ts_ms, "type": "ALTER"}),
-             "canal-json: unknown type 'ALTER'", bad),
-            (json.dumps({"data": [good, dict(good, contract_id="abc")], "type": "INSERT", "es": ts_ms, "ts": ts_ms}),
+                         "ts": ts_ms, "type": "ALTER"}), None, []),
+            (json.dumps({"data": [good, dict(good, contract_id="abc")], "database": "lakerank", "table": "contracts",
+                         "type": "INSERT", "es": ts_ms, "ts": ts_ms}),
              "canal-json data[1]: bad contract_id 'abc'", [native, "{bad"]),
+            (json.dumps({"data": [good], "type": "INSERT", "es": ts_ms, "ts": ts_ms}),  # filtered: a table is needed
+             "canal-json: missing database", bad),
         ]
     if fmt == "maxwell-json":
         return [
             (json.dumps({"database": "lakerank", "table": "contracts", "type": "insert", "ts": ts_ms // 1000,
                          "data": [1, 2]}), "maxwell-json: data is not an object", bad),
-            (json.dumps({"database": "lakerank", "table": "contracts", "type": "table-create", "ts": ts_ms // 1000,
-                         "def": {}}), "maxwell-json: unknown type 'table-create'", bad),
+            (json.dumps({"database": "lakerank", "table": "contracts", "type": "truncate", "ts": ts_ms // 1000}),
+             "maxwell-json: unknown type 'truncate'", bad),
             ("{\"type\": \"insert\", ", "maxwell-json: invalid json", bad),
         ]
     return []
 
 
-def _expected_changelog(statements, fmt: str):
+def _expected_changelog(statements, fmt: str, positions):
     """The staged changelog rows of a format's history, unshifted: (rowkind, contract_id,
-    project_id, sign_time, amount, op_ts, physical line)."""
-    rows, line = [], 0
+    project_id, sign_time, amount, op_ts, physical line); ``positions``: the physical lines of
+    the format's data messages, in order."""
+    rows, at = [], iter(positions)
     for st in statements:
         op_ts = env.wall_clock(st.ts_ms, ZONE)[:19]  # whole seconds (read back without fraction)
         events = env.native_events(st)
         if fmt == "canal-json":
-            line += 1
-            lines = [line] * len(events)
+            lines = [next(at)] * len(events)
         else:  # one message a row; Debezium's key change is two (d, c)
             lines = []
             for before, after in st.changes:
                 if st.kind == "update" and before.contract_id != after.contract_id and fmt.startswith("debezium"):
-                    lines += [line + 1, line + 2]
-                    line += 2
+                    lines += [next(at), next(at)]
                 else:
-                    line += 1
-                    lines += [line] * (2 if st.kind == "update" else 1)
+                    lines += [next(at)] * (2 if st.kind == "update" else 1)
         for (kind, r), ln in zip(events, lines):
             rows.append((kind, r.contract_id, r.project_id, r.sign_time.strftime("%Y-%m-%d %H:%M:%S"),
                          None if r.amount is None else f"{r.amount:.2f}", op_ts, ln))
     return rows
 
 
+def _file(fmt: str, statements, k: int):
+    """A format's file: (lines, the physical lines of its data messages, lines skipped, the
+    native equivalent of its changes). A MIXED format's changes are interleaved, as a topic
+    carries them, with lines that are not data and other tables' changes."""
+    lines, positions, skipped, native = [], [], 0, []
+    noise = env.not_data(fmt, statements[0].ts_ms) if fmt in MIXED else []
+    for n, st in enumerate((st.shifted(k) for st in statements), start=1):
+        for line in env.render(fmt, st, ZONE, n):
+            lines.append(line)
+            if line == "null":  # a tombstone
+                skipped += 1
+            else:
+                positions.append(len(lines))
+        no_before = fmt in ("debezium-json-postgres", "debezium-json-zoned")
+        native += env.native_lines_without_before(st, ZONE) if no_before else env.native_lines(st, ZONE)
+        if noise:
+            lines.append(noise[n % len(noise)])
+            lines += [env.other_table(fmt, st.ts_ms, n)] if n % 3 == 0 else []
+            skipped += 1 + (n % 3 == 0)
+    return lines, positions, skipped, native
+
+
 @pytest.fixture(scope="module")
 def landed(runner, tmp_path_factory):
-    """The three builds; returns (lakerank, oracle, statements, files by format, expected
-    quarantine rows, per-commit oracle counts)."""
+    """The three builds; returns (lakerank, oracle, statements, files by format (name, k, the
+    physical lines of the data messages), expected quarantine rows, per-commit oracle counts
+    with the lines skipped)."""
     lr = Lakerank(runner, tmp_path_factory.mktemp("cdc_formats") / "home")
     statements = env.generate_statements(seed=7, n=24, start=START)
     last_ts = statements[-1].ts_ms
@@ -139,37 +171,41 @@ def landed(runner, tmp_path_factory):
     files, quarantine, per_commit = {}, [], []
     k = 1  # format k's ids: shifted by k (0 would be the native events' own)
     for formats, var in BUILDS:
-        batch = []
+        batch, skipped = [], 0
         for fmt in formats:
-            shifted = [st.shifted(k) for st in statements]
-            lines = [ln for n, st in enumerate(shifted, start=1) for ln in env.render(fmt, st, ZONE, n)]
-            native = [ln for st in shifted for ln in env.native_lines(st, ZONE)]
+            lines, positions, n_skipped, native = _file(fmt, statements, k)
+            skipped += n_skipped
             for line, reason, equivalent in _bad_lines(fmt, last_ts, k):
                 lines.append(line)
                 native += equivalent
-                quarantine.append((fmt, len(lines), reason, line))
+                if reason is None:
+                    skipped += 1
+                else:
+                    quarantine.append((fmt, len(lines), reason, line))
             path = lr.land(lines)
-            files[fmt] = (os.path.basename(path), k)
+            files[fmt] = (os.path.basename(path), k, positions)
             batch.append((os.path.basename(path), native))
             k += 1
-        per_commit.append(oracle.consume_many(batch))
+        counts = oracle.consume_many(batch)
+        counts.update(skipped=skipped, events_landed=counts["events_landed"] + skipped)
+        per_commit.append(counts)
         if var == "maxwell-json":
-            lr.dbt("run", vars={"contracts_format": var})  # the one full pipeline build
+            lr.dbt("run", vars={"contracts_format": var, **FILTERS})  # the one full pipeline build
         else:
-            lr.dbt("run", "--select", "stg_contract_changelog", vars={"contracts_format": var})
+            lr.dbt("run", "--select", "stg_contract_changelog", vars={"contracts_format": var, **FILTERS})
     return lr, oracle, statements, files, quarantine, per_commit
 
 
 def test_each_format_stages_the_native_changelog(landed):
     lr, _, statements, files, _, _ = landed
     staged = lr.table("stg_contract_changelog").sort_values(["_commit_id", "_seq"])
-    for fmt, (name, k) in files.items():
+    for fmt, (name, k, positions) in files.items():
         mine = staged[staged["_source_file"].str.endswith(name)]
         cols = ["rowkind", "contract_id", "project_id", "sign_time", "amount", "op_ts", "_source_line"]
         got = [(kind, cid - SHIFT * k, pid - 100 * k, *rest)
                for kind, cid, pid, *rest in mine[cols].itertuples(index=False, name=None)
                if cid - SHIFT * k != EXTRA_CONTRACT]
-        want = _expected_changelog(statements, fmt)
+        want = _expected_changelog(statements, fmt, positions)
         assert {row[0] for row in want} == {"+I", "-U", "+U", "-D"} and len(want) > 40
         assert got == want, fmt
 
@@ -186,7 +222,7 @@ def test_ranks_equal_across_formats_and_the_oracle(landed):
 
     fct, oracle_ranks = lr.table("fct_contract_rank"), expected_ranks(oracle, "dense_rank")
     first = None
-    for fmt, (_, k) in files.items():
+    for fmt, (_, k, _) in files.items():
         got = ranks_of(fct, k)
         assert got and got == ranks_of(oracle_ranks, k), fmt  # the native events' ranks
         first = first or got
@@ -202,9 +238,12 @@ def test_malformed_envelopes_are_quarantined_and_counted(landed):
     want = sorted((files[fmt][0], line, reason, raw) for fmt, line, reason, raw in quarantine)
     assert got == want
     log = lr.table("stg_contract_ingest_log").sort_values("_commit_id")
-    counts = ["events_landed", "applied", "noop", "stale", "before_image", "quarantined"]
+    counts = ["events_landed", "applied", "noop", "stale", "before_image", "skipped", "quarantined"]
     assert [{c: int(r[c]) for c in counts} for _, r in log.iterrows()] == [
         {c: p[c] for c in counts} for p in per_commit]
+    assert all(p["skipped"] > 0 for p in per_commit)
+    for _, r in log.iterrows():  # the log reconciles on its own
+        assert r["events_landed"] == sum(int(r[c]) for c in counts[1:])
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,6 +251,31 @@ def test_malformed_envelopes_are_quarantined_and_counted(landed):
 # --------------------------------------------------------------------------------------------
 
 T = 1709514000123  # 2024-03-04 01:00:00.123 UTC
+
+
+HOW = " (a source that writes none: declare change_time: arrival to order by arrival)"
+
+
+def _zoned(iso: str) -> str:
+    """The business wall clock of an ISO-8601 instant, whole seconds."""
+    from zoneinfo import ZoneInfo
+
+    return _dt.datetime.fromisoformat(iso).astimezone(ZoneInfo(ZONE)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _wrapped(semantic: str, sign_time: int) -> dict:
+    """A Debezium insert in the schema/payload wrapper whose schema gives sign_time the
+    logical type ``semantic``."""
+    value = {"type": "struct", "optional": True, "name": "pg1.public.contracts.Value", "fields": [
+        {"type": "int64", "optional": False, "field": "project_id"},
+        {"type": "int64", "optional": False, "field": "contract_id"},
+        {"type": "int64", "optional": False, "name": semantic, "version": 1, "field": "sign_time"},
+        {"type": "string", "optional": True, "field": "amount"}]}
+    schema = {"type": "struct", "name": "pg1.public.contracts.Envelope", "optional": False, "fields": [
+        dict(value, field="before"), dict(value, field="after"), {"type": "string", "optional": False, "field": "op"},
+        {"type": "int64", "optional": True, "field": "ts_ms"}]}
+    return {"schema": schema, "payload": {"before": None, "after": dict(ROW, sign_time=sign_time), "op": "c",
+                                          "ts_ms": T}}
 ROW = {"project_id": 1, "contract_id": 10, "sign_time": "2024-03-04 10:00:00", "amount": "1.50"}
 STRINGS = {k: str(v) for k, v in ROW.items()}
 CASES = {
@@ -227,6 +291,43 @@ CASES = {
         "null",
         {"after": ROW, "op": "c", "source": {"ts_ms": None}, "ts_ms": True},
         {"after": ROW, "op": "c", "source": {"ts_ms": 1709514000000.5}, "ts_ms": T},
+        # 12-: Postgres' default replica identity, every time type, and what is not data
+        {"before": {"contract_id": 10, "project_id": None, "sign_time": None, "amount": None}, "after": None,
+         "source": {"ts_ms": T}, "op": "d"},
+        {"before": None, "after": None, "source": {"ts_ms": T}, "op": "d"},
+        {"before": {"contract_id": 10}, "after": ROW, "source": {"ts_ms": T}, "op": "u"},  # only the key
+        {"before": {"contract_id": 9}, "after": ROW, "source": {"ts_ms": T}, "op": "u"},  # the key changed
+        {"after": dict(ROW, sign_time="2024-03-04T10:00:00+08:00"), "op": "c", "ts_ms": T},
+        {"after": dict(ROW, sign_time="2024-03-04T10:00:00"), "op": "c", "ts_ms": T},  # no offset: a wall clock
+        {"after": dict(ROW, sign_time="2024-03-04T10:00:00.000000000Z"), "op": "c", "ts_ms": T},
+        {"after": dict(ROW, sign_time="2024-03-04T10:00:00.0000001Z"), "op": "c", "ts_ms": T},  # finer than us
+        _wrapped("io.debezium.time.MicroTimestamp", 1709546400000000),
+        _wrapped("io.debezium.time.NanoTimestamp", 1709546400000000000),
+        _wrapped("io.debezium.time.Timestamp", 1709546400000),
+        _wrapped("org.apache.kafka.connect.data.Timestamp", 1709546400000),
+        _wrapped("io.debezium.time.Date", 19786),
+        _wrapped("io.debezium.time.MicroTimestamp", 1709546400000),  # 1970-01-20: a wall clock, refused later
+        {"ts_ms": T}, {"status": "BEGIN", "id": "571:53195829", "ts_ms": T, "event_count": None,
+                       "data_collections": None},
+        {"schema": None, "payload": None},
+        {"source": {"ts_ms": T}, "ts_ms": T, "databaseName": "lakerank", "ddl": "DROP TABLE x", "tableChanges": []},
+    ],
+    # a declared unit (no schema wrapper)
+    "debezium-json+micros": [
+        {"after": dict(ROW, sign_time=1709546400000000), "op": "c", "ts_ms": T},
+        _wrapped("io.debezium.time.Timestamp", 1709546400000),  # the wrapper wins
+    ],
+    # order by arrival: Flink's own writers (no change time)
+    "debezium-json+arrival": [{"before": None, "after": ROW, "op": "c"}, {"before": ROW, "after": None, "op": "d"}],
+    "canal-json+arrival": [{"data": [STRINGS], "old": None, "type": "INSERT"}],
+    "maxwell-json+arrival": [{"data": ROW, "type": "insert"}],
+    # a Canal topic of a whole database, one table read
+    "canal-json+table": [
+        {"data": [STRINGS], "database": "lakerank", "table": "contracts", "type": "INSERT", "es": T},
+        {"data": [STRINGS], "database": "lakerank", "table": "projects", "type": "INSERT", "es": T},
+        {"data": [STRINGS], "database": "other", "table": "contracts", "type": "INSERT", "es": T},
+        {"data": None, "database": "lakerank", "table": "contracts", "isDdl": True, "sql": "TRUNCATE contracts",
+         "type": "TRUNCATE", "es": T},
     ],
     "canal-json": [
         {"data": [STRINGS, dict(STRINGS, contract_id="12")], "old": [{"amount": "2.00"}, {"contract_id": "11"}],
@@ -245,8 +346,15 @@ CASES = {
         {"type": "delete", "data": ROW},
         {"type": "bootstrap-start", "ts": T // 1000, "data": {}},
         {"type": "insert", "ts": 1709514000.5, "data": ROW},
+        {"type": "table-alter", "database": "lakerank", "table": "contracts", "ts": T // 1000,
+         "old": {}, "def": {}, "sql": "alter table contracts add note text"},
     ],
 }
+# Each case list's reading (cdc_formats.cdc_options) and batch time (the arrival order's op_ts).
+OPTIONS = {"debezium-json+micros": {"units": {"sign_time": "micros"}},
+           "debezium-json+arrival": {"change_time": "arrival"}, "canal-json+arrival": {"change_time": "arrival"},
+           "maxwell-json+arrival": {"change_time": "arrival"},
+           "canal-json+table": {"database_include": ["lakerank", "sales"], "table_include": "contr.*"}}
 
 
 def _documented():
@@ -267,20 +375,24 @@ def converted(landed):
     reason, op, contract_id, sign_time, op_ts)])}, a file per case list and per block."""
     from pyspark.sql import functions as F
 
-    from python_udfs.ingest.cdc_formats import SUB_BITS, to_native_events
+    from python_udfs.ingest.cdc_formats import SUB_BITS, cdc_options, to_native_events
     from python_udfs.ingest.contract_lines import parse_contract_lines
     from python_udfs.ingest.wall_clock import ntz_from_micros
 
     spark = landed[0].spark()
-    files = [(fmt, fmt, lines) for fmt, lines in CASES.items()]
+    files = [(group, group, lines) for group, lines in CASES.items()]
     files += [(f"doc{n}", fmt, lines) for fmt, n, lines in _documented()]
-    rows = {fmt: [] for fmt in CASES}  # one frame a format, a file a case list or block
-    for name, fmt, lines in files:
+    rows = {group: [] for group in CASES}  # one frame a case list's reading, a file a case list or block
+    for name, group, lines in files:
         texts = [t if isinstance(t, str) else json.dumps(t) for t in lines]
-        rows[fmt] += [(name, 0, len(texts), None, 1)] + [(name, i, 0, t, 1) for i, t in enumerate(texts, start=1)]
+        rows[group] += [(name, 0, len(texts), None, T * 1000)] + [
+            (name, i, 0, t, T * 1000) for i, t in enumerate(texts, start=1)]
     schema = "file string, line bigint, n_events bigint, text string, batch_us bigint"
-    frames = [to_native_events(spark.createDataFrame(r, schema).repartition(1), fmt) for fmt, r in rows.items()]
-    union = frames[0].unionByName(frames[1]).unionByName(frames[2])
+    frames = [to_native_events(spark.createDataFrame(r, schema).repartition(1), group.split("+")[0],
+                               cdc_options(**OPTIONS.get(group, {}))) for group, r in rows.items()]
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
     parsed = parse_contract_lines(union, converted=True).select(
         "file", "kind", "line", "n_events", "reason", "op", "contract_id",
         ntz_from_micros(F.col("sign_us")).cast("string").alias("sign_time"),
@@ -307,16 +419,46 @@ def test_debezium_conversion(converted):
         (1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at),
         (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", at),
         (2, 1, "E", None, "+I", 11, "2024-03-04 10:00:00", at),
-        (3, 0, "quarantined", "debezium-json: op 'u' without before", None, None, None, None),
+        (3, 0, "E", None, "+U", 10, "2024-03-04 10:00:00", at),  # no before image: the state has the old row
         (4, 0, "quarantined", "debezium-json: unknown op 't'", None, None, None, None),
-        (5, 0, "quarantined", "debezium-json: missing source.ts_ms and ts_ms", None, None, None, None),
+        (5, 0, "quarantined", f"debezium-json: missing source.ts_ms and ts_ms{HOW}", None, None, None, None),
         (6, 0, "quarantined", "debezium-json after: bad sign_time '2024-03-04 10:00:00.5'", None, None, None, None),
-        (7, 0, "quarantined", "debezium-json after: bad sign_time '2024-03-04T10:00:00Z'", None, None, None, None),
+        (7, 0, "E", None, "+I", 10, _zoned("2024-03-04T10:00:00+00:00"), at),  # ZonedTimestamp
         (8, 0, "quarantined", "debezium-json after: bad amount 'AeJA'", None, None, None, None),
-        (9, 0, "quarantined", "debezium-json: not a json object", None, None, None, None),
+        (9, 0, "skipped", None, None, None, None, None),  # a tombstone
         (10, 0, "quarantined", "debezium-json: bad ts_ms 'true'", None, None, None, None),
         (11, 0, "quarantined", "debezium-json: bad source.ts_ms '1709514000000.5'", None, None, None, None),
+        (12, 0, "E", None, "-D", 10, None, at),
+        (13, 0, "quarantined", "debezium-json: op 'd' without before", None, None, None, None),
+        (14, 0, "E", None, "+U", 10, "2024-03-04 10:00:00", at),
+        (15, 0, "E", None, "-D", 9, None, at),
+        (15, 1, "E", None, "+I", 10, "2024-03-04 10:00:00", at),
+        (16, 0, "E", None, "+I", 10, _zoned("2024-03-04T10:00:00+08:00"), at),
+        (17, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at),
+        (18, 0, "E", None, "+I", 10, _zoned("2024-03-04T10:00:00+00:00"), at),
+        (19, 0, "quarantined", "debezium-json after: bad sign_time '2024-03-04T10:00:00.0000001Z'", *[None] * 4),
+        *[(n, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at) for n in (20, 21, 22, 23)],
+        (24, 0, "E", None, "+I", 10, "2024-03-04 00:00:00", at),
+        (25, 0, "quarantined", "debezium-json after: bad sign_time '1970-01-20 18:52:26.4'", *[None] * 4),
+        *[(n, 0, "skipped", None, None, None, None, None) for n in (26, 27, 28, 29)],
     ]
+    assert _events(converted, "debezium-json+micros") == [
+        (n, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at) for n in (1, 2)]
+
+
+def test_arrival_order_and_table_filters(converted):
+    """A stream that orders by arrival takes Flink's own writers' messages (no change time):
+    op_ts is the batch time; a Canal topic of a whole database read for one table skips the
+    others' changes (a TRUNCATE is not skipped: it deletes rows)."""
+    batch = env.wall_clock(T, ZONE)  # the case lists' batch time
+    assert _events(converted, "debezium-json+arrival") == [(1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", batch),
+                                                           (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", batch)]
+    for group in ("canal-json+arrival", "maxwell-json+arrival"):
+        assert _events(converted, group) == [(1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", batch)], group
+    assert _events(converted, "canal-json+table") == [
+        (1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", env.wall_clock(T, ZONE)),
+        (2, 0, "skipped", None, None, None, None, None), (3, 0, "skipped", None, None, None, None, None),
+        (4, 0, "quarantined", "canal-json: unknown type 'TRUNCATE'", None, None, None, None)]
 
 
 def test_canal_and_maxwell_conversion(converted):
@@ -331,7 +473,7 @@ def test_canal_and_maxwell_conversion(converted):
         (3, 0, "quarantined", "canal-json: data is empty", None, None, None, None),
         (4, 0, "quarantined", "canal-json: UPDATE without an old array", None, None, None, None),
         (5, 0, "quarantined", "canal-json: old has 0 rows, data 1", None, None, None, None),
-        (6, 0, "quarantined", "canal-json: missing es", None, None, None, None),
+        (6, 0, "quarantined", f"canal-json: missing es{HOW}", None, None, None, None),
         (7, 0, "quarantined", "canal-json: missing data", None, None, None, None),
         (8, 0, "quarantined", "canal-json: bad es 'soon'", None, None, None, None),
     ]
@@ -340,9 +482,10 @@ def test_canal_and_maxwell_conversion(converted):
         (1, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", seconds),
         (2, 0, "E", None, "-D", 10, "2024-03-04 10:00:00", seconds),
         (2, 1, "E", None, "+I", 11, "2024-03-04 10:00:00", seconds),
-        (3, 0, "quarantined", "maxwell-json: missing ts", None, None, None, None),
-        (4, 0, "quarantined", "maxwell-json: unknown type 'bootstrap-start'", None, None, None, None),
+        (3, 0, "quarantined", f"maxwell-json: missing ts{HOW}", None, None, None, None),
+        (4, 0, "skipped", None, None, None, None, None),  # a bootstrap marker
         (5, 0, "quarantined", "maxwell-json: bad ts '1709514000.5'", None, None, None, None),
+        (6, 0, "skipped", None, None, None, None, None),  # DDL
     ]
 
 
@@ -413,9 +556,11 @@ STREAMS = {
         ("u", [(P2, dict(P2, designer="zhang"))], T0 + 2000),  # same change time: ordered by line
         ("d", [(dict(P2, designer="zhang"), None)], T0 + 3000),
         ("c", [(None, P3)], T0 + 3500),
-        ('{"schema": null, "payload": null}', "debezium-json: missing op"),
-        (env.debezium_message("u", None, {"project_id": 901, "city": "Ningbo"}, T0),
-         "debezium-json: op 'u' without before"),
+        ('{"schema": null, "payload": null}', None),  # a tombstone: skipped
+        # Postgres' default replica identity: an update without its before image, a delete of the key
+        ("u", [(None, dict(P3, status="done", update_time=_dt.datetime(2024, 3, 3, 8, 0)))], T0 + 4000),
+        ("d", [({"project_id": 901}, None)], T0 + 5000),
+        ('{"ts_ms": 1709514000000}', None),  # a heartbeat
     ]),
     "payments": ("stg_payments", "canal-json", "payments_format", [
         ("INSERT", [(None, PAY[0]), (None, PAY[1])], T0),
@@ -425,7 +570,10 @@ STREAMS = {
                     (None, dict(_payment(814, 902, "6.00", _dt.datetime(2024, 3, 2, 10)), project_id="x"))], T0 + 2000),
         ("DELETE", [(PAY[1], None)], T0 + 3000),
         ('{"data": null, "es": 1709514000000, "isDdl": true, "sql": "ALTER TABLE payments ADD note text", '
-         '"type": "ALTER", "ts": 1709514000000}', "canal-json: unknown type 'ALTER'"),
+         '"type": "ALTER", "ts": 1709514000000}', None),  # DDL: skipped
+        # a topic of the whole database: another table's change, skipped (the stream's table_include)
+        (env.canal_message("INSERT", [{"refund_id": "1", "payment_id": "811"}], None, T0, "refunds",
+                           {"refund_id": "bigint", "payment_id": "bigint"}), None),
     ]),
     "design_changes": ("stg_design_changes", "maxwell-json", "design_changes_format", [
         ("insert", [(None, D1)], T0),
@@ -514,11 +662,14 @@ def example_streams(landed):
     models = [model for model, _, _, _ in STREAMS.values()]
     out = {}
     for stream, (model, fmt, _, messages) in STREAMS.items():
-        lines, native, quarantine, events = [], [], [], 0
+        lines, native, quarantine, events, skipped = [], [], [], 0, 0
         for n, msg in enumerate(messages, start=1):
-            if len(msg) == 2:  # a malformed envelope
+            if len(msg) == 2:  # a malformed envelope, or a line that is not data (reason None)
                 lines.append(msg[0])
-                quarantine.append((n, msg[1], msg[0]))
+                if msg[1] is None:
+                    skipped += 1
+                else:
+                    quarantine.append((n, msg[1], msg[0]))
                 events += 1
                 continue
             kind, changes, ts_ms = msg
@@ -533,7 +684,7 @@ def example_streams(landed):
                 else:
                     native.append((n, i, label, _native(change[side], op, ts_ms, model == "stg_project_changes"),
                                    lines[-1]))
-        out[stream] = [os.path.basename(lr.land(lines, stream=stream)), None, quarantine, events, native]
+        out[stream] = [os.path.basename(lr.land(lines, stream=stream)), None, quarantine, events, native, skipped]
     examples.dbt("run", "--select", *models, vars={var: fmt for _, fmt, var, _ in STREAMS.values()})
     for stream, entry in out.items():
         entry[1] = os.path.basename(lr.land([line for _, _, _, line, _ in entry[4]], stream=stream))
@@ -558,7 +709,7 @@ def test_example_streams_stage_what_their_native_lines_stage(example_streams):
     """Each stream's CDC events stage exactly the rows its equivalent native lines stage, in
     the same order, and each row's position is its message's physical line and row index."""
     lr, out = example_streams
-    for stream, (cdc_file, native_file, _, _, native) in out.items():
+    for stream, (cdc_file, native_file, _, _, native, _) in out.items():
         model = STREAMS[stream][0]
         fields = _declared(model)
         table = lr.table(model)
@@ -569,16 +720,18 @@ def test_example_streams_stage_what_their_native_lines_stage(example_streams):
         applied = [native[int(k) - 1][:2] for k in native_rows["_source_line"]]
         assert [(int(p) >> 20, int(p) & 0xFFFFF) for p in cdc_rows["_source_line"]] == applied, stream
     projects = _mine(lr.table("stg_project_changes"), out["projects"][0])
-    assert list(projects["op"]) == ["c", "c", "u", "u", "d", "c"]  # P3's own column 'op' is not the kind
+    assert list(projects["op"]) == ["c", "c", "u", "u", "d", "c", "u", "d"]  # P3's own column 'op' is not the kind
+    # the update without a before image and the delete of the key alone (Postgres' default replica identity)
+    assert list(projects["status"])[-2:] == ["done", None] and list(projects["project_id"])[-2:] == [903, 901]
 
 
 def test_example_streams_quarantine_and_count_every_event(example_streams):
     """The malformed envelopes and the deletes of the streams without an op field are
-    quarantined with their reasons; a row the native line of which is refused is refused with
-    the same reason, prefixed with its image; every event is counted (a Canal message: one a
-    row)."""
+    quarantined with their reasons, what is not data and another table's change skipped; a row
+    the native line of which is refused is refused with the same reason, prefixed with its
+    image; every event is counted (a Canal message: one a row)."""
     lr, out = example_streams
-    for stream, (cdc_file, native_file, quarantine, events, native) in out.items():
+    for stream, (cdc_file, native_file, quarantine, events, native, skipped) in out.items():
         model, fmt = STREAMS[stream][:2]
         rows = lr.table(f"{model}__quarantine")
         got = sorted((os.path.basename(f), int(n), reason, raw) for f, n, reason, raw in
@@ -588,9 +741,9 @@ def test_example_streams_quarantine_and_count_every_event(example_streams):
                    for _, k, reason, _ in native_bad]
         assert got == sorted([(cdc_file, n, reason, raw) for n, reason, raw in quarantine] + refused + native_bad)
         log = lr.table(f"{model}__ingest_log").sort_values("_commit_id")
-        counts = [(int(r.events_landed), int(r.applied), int(r.quarantined)) for r in log.itertuples()]
+        counts = [(int(r.events_landed), int(r.applied), int(r.skipped), int(r.quarantined)) for r in log.itertuples()]
         n_bad = len(quarantine) + len(refused)
-        assert counts == [(events, events - n_bad, n_bad),
-                          (len(native), len(native) - len(native_bad), len(native_bad))], stream
-    assert [len(out[s][2]) for s in STREAMS] == [2, 2, 2]
+        assert counts == [(events, events - n_bad - skipped, skipped, n_bad),
+                          (len(native), len(native) - len(native_bad), 0, len(native_bad))], stream
+    assert [len(out[s][2]) for s in STREAMS] == [0, 1, 2] and [out[s][5] for s in STREAMS] == [2, 2, 0]
     assert len(_mine(lr.table("stg_payments__quarantine"), out["payments"][1])) == 1  # project_id "x"

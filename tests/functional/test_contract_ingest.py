@@ -205,7 +205,27 @@ def test_missing_landing_folder_is_an_empty_stream(stream):
     assert cols(stream.ingest_log) == [
         ("files", "bigint"), ("events_landed", "bigint"), ("applied", "bigint"),
         ("noop", "bigint"), ("stale", "bigint"), ("before_image", "bigint"),
-        ("quarantined", "bigint"), ("_committed_at", "timestamp_ntz"), ("_commit_id", "bigint")]
+        ("quarantined", "bigint"), ("_committed_at", "timestamp_ntz"), ("skipped", "bigint"), ("_commit_id", "bigint")]
+
+
+def test_an_ingest_log_of_an_earlier_version_gets_the_new_count(spark, tmp_path):
+    """A log created before ``skipped`` existed is given the column in place (its old commits
+    read NULL); a table whose columns differ otherwise is still refused."""
+    from python_udfs.ingest.contract_ingest import INGEST_LOG_DDL
+    from python_udfs.ingest.tables import ensure_table
+
+    old_ddl = INGEST_LOG_DDL.replace(", skipped BIGINT", "")
+    spark.sql("CREATE SCHEMA IF NOT EXISTS migrate")
+    spark.sql(f"CREATE TABLE migrate.old_log ({old_ddl}) USING parquet PARTITIONED BY (_commit_id) "
+              f"LOCATION '{tmp_path}/old_log'")
+    spark.sql("INSERT INTO migrate.old_log PARTITION (_commit_id = 0) "
+              "SELECT 1, 2, 2, 0, 0, 0, 0, timestamp_ntz'2024-03-04 09:00:00'")
+    ensure_table(spark, "migrate.old_log", INGEST_LOG_DDL)
+    rows = spark.sql("SELECT events_landed, skipped, _commit_id FROM migrate.old_log").collect()
+    assert [tuple(r) for r in rows] == [(2, None, 0)]
+    with pytest.raises(ValueError, match="exists with columns"):
+        ensure_table(spark, "migrate.old_log", INGEST_LOG_DDL.replace("files BIGINT", "files INT"))
+    spark.sql("DROP SCHEMA migrate CASCADE")
 
 
 def test_semantics_across_builds(stream):

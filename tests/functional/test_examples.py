@@ -701,7 +701,7 @@ def test_source_freshness_reads_the_ingest_logs(built):
     (rewritten here) is past `error_after`."""
     spark = built.spark()
     old = spark.sql("select files, events_landed, applied, quarantined, _committed_at - interval 4 days "
-                    "as _committed_at, _commit_id from lakerank.stg_payments__ingest_log")
+                    "as _committed_at, skipped, _commit_id from lakerank.stg_payments__ingest_log")
     spark.createDataFrame(old.collect(), old.schema).createOrReplaceTempView("old_log")  # read before the overwrite
     spark.sql("insert overwrite table lakerank.stg_payments__ingest_log partition (_commit_id) "
               "select * from old_log").collect()

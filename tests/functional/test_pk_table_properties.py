@@ -163,6 +163,16 @@ def commits_st(kinds):
     return st.lists(st.lists(st.tuples(st.sampled_from(kinds), row_st), max_size=7), min_size=3, max_size=3)
 
 
+def _persisted() -> set:
+    """The ids of the embedded session's persisted RDDs (none before its first build)."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession._instantiatedSession
+    if spark is None:
+        return set()
+    return set(str(spark.sparkContext._jsc.sc().getPersistentRDDs().keys().mkString(",")).split(",")) - {""}
+
+
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(data=st.data())
 def test_pk_tables_follow_the_merge_rules(runner, tmp_path_factory, data):
@@ -172,7 +182,11 @@ def test_pk_tables_follow_the_merge_rules(runner, tmp_path_factory, data):
     history: Dict[str, List[Dict[int, Row]]] = {name: [] for name in MODELS}
     for c in range(3):
         vars_ = {f"rows_{name}": _values(commits[name][c]) for name in MODELS}
+        held = _persisted()
         dbt.invoke("run", *(["--full-refresh"] if c == 0 else []), vars_=vars_)
+        # a commit frees the rows it materialized (a dropped view's checkpoint would stay until
+        # a JVM garbage collection: memory growing with every run of a long-lived session)
+        assert _persisted() - held == set(), f"commit {c} left persisted RDDs"
         for name in MODELS:
             expected[name] = apply_commit(name, expected[name], commits[name][c])
             got = _as_state(dbt.rows(f"select {', '.join(COLS)} from lakerank.{name}"))

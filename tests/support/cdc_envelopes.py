@@ -18,7 +18,8 @@ from decimal import Decimal
 from typing import List, Optional, Tuple
 from zoneinfo import ZoneInfo
 
-FORMATS = ("lakerank", "debezium-json", "debezium-json-wrapped", "canal-json", "maxwell-json")
+FORMATS = ("lakerank", "debezium-json", "debezium-json-wrapped", "debezium-json-postgres", "debezium-json-zoned",
+           "canal-json", "maxwell-json")
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
@@ -145,6 +146,164 @@ def debezium_lines(st: Statement, wrapped: bool = False, pos: int = 0) -> List[s
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# Debezium's Postgres connector at the table's default REPLICA IDENTITY: an update carries no
+# before image ("before": null), a delete's before only the primary key, a key change is a
+# delete and a create; each delete is followed by a tombstone (a null value, landed as `null`).
+# `timestamp` columns are io.debezium.time.MicroTimestamp (time.precision.mode adaptive, the
+# default), `timestamptz` io.debezium.time.ZonedTimestamp (an ISO-8601 string in UTC),
+# `numeric` a string (decimal.handling.mode=string).
+# --------------------------------------------------------------------------------------------
+
+def _pg_value_schema(table: str, zoned: bool) -> dict:
+    sign = ({"type": "string", "optional": False, "name": "io.debezium.time.ZonedTimestamp", "version": 1,
+             "field": "sign_time"} if zoned else
+            {"type": "int64", "optional": False, "name": "io.debezium.time.MicroTimestamp", "version": 1,
+             "field": "sign_time"})
+    return {"type": "struct", "optional": True, "name": f"pg1.public.{table}.Value", "fields": [
+        {"type": "int64", "optional": False, "field": "contract_id"},
+        {"type": "int64", "optional": False, "field": "project_id"}, sign,
+        {"type": "string", "optional": True, "field": "amount"}]}
+
+
+def _pg_row(r: Optional[Row], zone: str, zoned: bool):
+    if r is None:
+        return None
+    if zoned:  # the wall clock of the business zone, as the instant it is, in UTC
+        utc = r.sign_time.replace(tzinfo=ZoneInfo(zone)).astimezone(_dt.timezone.utc)
+        sign = utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+    else:
+        sign = (r.sign_time - _EPOCH) // _dt.timedelta(microseconds=1)
+    return {"contract_id": r.contract_id, "project_id": r.project_id, "sign_time": sign,
+            "amount": None if r.amount is None else str(r.amount)}
+
+
+def postgres_message(op: str, before, after, ts_ms: int, zone: str, wrapped: bool, lsn: int,
+                     table: str = "contracts") -> str:
+    """One change event of Debezium's Postgres connector (``before``/``after`` rows, or a dict
+    for a key-only before image); wrapped (schema/payload, MicroTimestamp) or plain
+    (ZonedTimestamp strings)."""
+    def image(r):
+        return r if isinstance(r, dict) or r is None else _pg_row(r, zone, zoned=not wrapped)
+
+    envelope = {
+        "before": image(before), "after": image(after),
+        "source": {"version": "2.7.0.Final", "connector": "postgresql", "name": "pg1", "ts_ms": ts_ms,
+                   "snapshot": "true" if op == "r" else "false", "db": "lakerank", "sequence": f'["{lsn - 8}","{lsn}"]',
+                   "schema": "public", "table": table, "txId": 780 + lsn, "lsn": lsn, "xmin": None},
+        "op": op, "ts_ms": ts_ms + 180, "transaction": None,
+    }
+    if not wrapped:
+        return json.dumps(envelope)
+    value = _pg_value_schema(table, zoned=False)
+    schema = {"type": "struct", "name": f"pg1.public.{table}.Envelope", "optional": False, "version": 1, "fields": [
+        dict(value, field="before"), dict(value, field="after"),
+        {"type": "struct", "optional": False, "name": "io.debezium.connector.postgresql.Source", "field": "source"},
+        {"type": "string", "optional": False, "field": "op"},
+        {"type": "int64", "optional": True, "field": "ts_ms"}]}
+    return json.dumps({"schema": schema, "payload": envelope})
+
+
+def postgres_lines(st: Statement, zone: str, wrapped: bool, lsn: int = 0) -> List[str]:
+    """One message a row at the default replica identity; a tombstone after each delete."""
+    out = []
+    for before, after in st.changes:
+        if st.kind == "update" and before.contract_id != after.contract_id:
+            parts = [("d", {"contract_id": before.contract_id}, None), ("c", None, after)]
+        elif st.kind == "delete":
+            parts = [("d", {"contract_id": before.contract_id}, None)]
+        else:
+            parts = [({"snapshot": "r", "insert": "c", "update": "u"}[st.kind], None, after)]
+        for op, b, a in parts:
+            out.append(postgres_message(op, b, a, st.ts_ms, zone, wrapped, lsn))
+            if op == "d":
+                out.append("null")
+    return out
+
+
+def native_lines_without_before(st: Statement, zone: str) -> List[str]:
+    """The native events the Postgres messages stand for: an update is its ``+U`` alone, a
+    delete a ``-D`` of the key (the ingest's state has the rest)."""
+    op_ts = wall_clock(st.ts_ms, zone)
+    out = []
+    for kind, r in native_events(st):
+        if kind == "-U":
+            continue
+        row = {"op": kind, "contract_id": r.contract_id, "op_ts": op_ts}
+        if kind != "-D":
+            row.update(project_id=r.project_id, sign_time=_st(r.sign_time),
+                       amount=None if r.amount is None else str(r.amount))
+        out.append(json.dumps(row))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# What is not data, and other tables' messages (multi-table topics), as each tool writes them
+# --------------------------------------------------------------------------------------------
+
+def not_data(fmt: str, ts_ms: int) -> List[str]:
+    """Lines a stream of ``fmt`` carries beside its table's changes that are not data: Debezium
+    heartbeats (plain and wrapped), transaction markers and a MySQL schema-change event; Canal
+    DDL; Maxwell DDL and bootstrap markers."""
+    if fmt.startswith("debezium-json"):
+        mysql = fmt not in ("debezium-json-postgres", "debezium-json-zoned")  # a schema-change topic: MySQL's
+        heartbeat = {"schema": {"type": "struct", "fields": [{"type": "int64", "optional": False, "field": "ts_ms"}],
+                                "optional": False, "name": "io.debezium.connector.common.Heartbeat"},
+                     "payload": {"ts_ms": ts_ms}}
+        return [json.dumps({"ts_ms": ts_ms}), json.dumps(heartbeat),
+                json.dumps({"status": "BEGIN", "id": "571:53195829", "ts_ms": ts_ms, "event_count": None,
+                            "data_collections": None}),
+                json.dumps({"status": "END", "id": "571:53195829", "ts_ms": ts_ms, "event_count": 2,
+                            "data_collections": [{"data_collection": "public.contracts", "event_count": 2}]}),
+                json.dumps({"source": {"version": "2.7.0.Final", "connector": "mysql", "name": "dbserver1",
+                                       "ts_ms": ts_ms, "db": "lakerank", "table": "contracts"},
+                            "ts_ms": ts_ms, "databaseName": "lakerank", "schemaName": None,
+                            "ddl": "ALTER TABLE contracts ADD COLUMN note VARCHAR(64)",
+                            "tableChanges": [{"type": "ALTER", "id": "\"lakerank\".\"contracts\"", "table": {}}]}),
+                ][:5 if mysql else 4]
+    if fmt == "canal-json":
+        return [json.dumps({"data": None, "database": "lakerank", "es": ts_ms, "id": 7, "isDdl": True,
+                            "mysqlType": None, "old": None, "pkNames": None,
+                            "sql": "CREATE TABLE `notes` (`id` bigint PRIMARY KEY, `body` text)", "sqlType": None,
+                            "table": "notes", "ts": ts_ms + 120, "type": "CREATE"})]
+    return [json.dumps({"database": "lakerank", "table": "notes", "type": "table-create", "ts": ts_ms // 1000,
+                        "def": {"database": "lakerank", "table": "notes", "primary-key": ["id"]},
+                        "sql": "create table notes (id bigint primary key, body text)",
+                        "position": "master.000006:802100"}),
+            json.dumps({"database": "lakerank2", "type": "database-create", "ts": ts_ms // 1000,
+                        "sql": "create database lakerank2", "position": "master.000006:802300"}),
+            json.dumps({"database": "lakerank", "table": "contracts", "type": "bootstrap-start", "ts": ts_ms // 1000,
+                        "data": {}}),
+            json.dumps({"database": "lakerank", "table": "contracts", "type": "bootstrap-complete",
+                        "ts": ts_ms // 1000, "data": {}})]
+
+
+def other_table(fmt: str, ts_ms: int, n: int) -> str:
+    """A change of another table of the same database (``projects``) or of the same table
+    name in another database, as the multi-table topic of ``fmt`` carries it."""
+    row = {"project_id": 7, "contract_id": 5000 + n, "sign_time": "2024-03-04 10:00:00", "amount": "1.00"}
+    table, database = ("projects", "lakerank") if n % 2 else ("contracts", "lakerank_archive")
+    if fmt in ("debezium-json-postgres", "debezium-json-zoned"):
+        wrapped = fmt.endswith("postgres")
+        sign = 1709546400000000 if wrapped else "2024-03-04T02:00:00Z"
+        line = json.loads(postgres_message("c", None, dict(row, sign_time=sign), ts_ms, "UTC", wrapped, n, table))
+        (line["payload"] if wrapped else line)["source"]["db"] = database
+        return json.dumps(line)
+    if fmt.startswith("debezium-json"):
+        line = json.loads(debezium_message("c", None, dict(row, sign_time=1709546400000), ts_ms, table, pos=n))
+        line["source"]["db"] = database
+        return json.dumps(line)
+    if fmt == "canal-json":
+        obj = json.loads(canal_message("INSERT", [{k: str(v) for k, v in row.items()}], None, ts_ms, table,
+                                       {"contract_id": "bigint", "project_id": "bigint", "sign_time": "datetime",
+                                        "amount": "decimal(18,2)"}, n))
+        obj["database"] = database
+        return json.dumps(obj)
+    obj = json.loads(maxwell_message("insert", row, None, ts_ms, table, n))
+    obj["database"] = database
+    return json.dumps(obj)
+
+
 def _strings(r: Row) -> dict:
     return {"contract_id": str(r.contract_id), "project_id": str(r.project_id), "sign_time": _st(r.sign_time),
             "amount": None if r.amount is None else str(r.amount)}
@@ -216,6 +375,8 @@ def render(fmt: str, st: Statement, zone: str, n: int = 1) -> List[str]:
     """The lines of one statement in ``fmt`` (one of FORMATS); ``n`` numbers the messages."""
     if fmt == "lakerank":
         return native_lines(st, zone)
+    if fmt in ("debezium-json-postgres", "debezium-json-zoned"):
+        return postgres_lines(st, zone, wrapped=fmt.endswith("postgres"), lsn=1000 + n)
     if fmt.startswith("debezium-json"):
         return debezium_lines(st, wrapped=fmt.endswith("wrapped"), pos=1000 + n)
     if fmt == "canal-json":

@@ -52,11 +52,30 @@ def test_order_positions_keep_line_then_index_order():
 
 
 def test_every_envelope_reason_is_documented():
-    sql = " ".join(" ".join(part for part in conv()[:1]) for conv in cdc_formats._CONVERTERS.values())
+    sql = " ".join(conv(versions, cdc_formats.CdcOptions())["error"] for conv in cdc_formats._CONVERTERS.values()
+                   for versions in (False, True))
     reasons = set(re.findall(r"THEN '([^']+)'", sql))
-    assert {"missing op", "missing type", "data is empty", "missing ts"} <= reasons
+    how = " (a source that writes none: declare change_time: arrival to order by arrival)"
+    assert {"missing op", "missing type", "data is empty", "missing ts" + how, "missing es" + how} <= reasons
     missing = sorted(r for r in reasons if r.strip() and r not in DOC)
     assert not missing, f"reasons not in docs/cdc_formats.md: {missing}"
+
+
+def test_cdc_options_are_checked():
+    """The declarations of a CDC stream (a declared stream's keys, the contracts' vars): the
+    vars' empty defaults are no filter; a wrong value is refused with the allowed ones."""
+    opts = cdc_formats.cdc_options("arrival", "sales", ["contracts", "contracts_[0-9]+"], {"sign_time": "micros"})
+    assert (opts.change_time, opts.database_include, opts.table_include) == (
+        "arrival", ("sales",), ("contracts", "contracts_[0-9]+"))
+    assert opts.unit("sign_time") == "micros" and opts.unit("other") == "millis"
+    default = cdc_formats.cdc_options("", "", "", {})
+    assert (default.change_time, default.database_include, default.table_include) == ("required", None, None)
+    with pytest.raises(ValueError, match="change_time 'sometimes': allowed values are required, arrival"):
+        cdc_formats.cdc_options("sometimes")
+    with pytest.raises(ValueError, match="field 'sign_time': unit 'hours': allowed values are seconds, millis"):
+        cdc_formats.cdc_options(units={"sign_time": "hours"})
+    with pytest.raises(ValueError, match="table_include must be a name or pattern"):
+        cdc_formats.cdc_options(table_include=[1])
 
 
 def test_the_page_lists_every_format():
@@ -135,6 +154,15 @@ def test_declared_stream_format_is_checked_when_its_model_runs():
     fields = [*streams["stg_payments"]["fields"], {"name": "op", "type": "bigint"}]
     with pytest.raises(ValueError, match="a declared op must be of type string"):
         run_declared_stream(None, this, dict(streams["stg_payments"], format="maxwell-json", fields=fields))
+    # a declared key is a list of declared fields; a unit applies to a time field
+    assert check_stream_format("debezium-json", normalise_fields(streams["stg_project_changes"]["fields"]),
+                               "update_time", ["project_id"]) == "debezium-json"
+    with pytest.raises(ValueError, match="model stg_project_changes: key 'project_id' must be a list of declared"):
+        run_declared_stream(None, types.SimpleNamespace(schema="lakerank", identifier="stg_project_changes"),
+                            dict(streams["stg_project_changes"], format="lakerank", key="project_id"))
+    assert normalise_fields([{"name": "t", "type": "timestamp", "unit": "micros"}])[0]["unit"] == "micros"
+    with pytest.raises(ValueError, match="field 'n': 'unit' applies to date and timestamp fields"):
+        normalise_fields([{"name": "n", "type": "bigint", "unit": "micros"}])
     # lakerank asks nothing of the fields
     assert check_stream_format("lakerank", normalise_fields([("op", "bigint", True)])) == "lakerank"
     # delete_time names a declared timestamp field (the projects stream's update_time)

@@ -14,7 +14,7 @@ from dbt.adapters.lakerank.connections import home_session, logger
 from dbt.adapters.lakerank.remote import driver_side, target_driver
 from python_udfs.commit import protocol
 from python_udfs.faults import inject_full_disk
-from python_udfs.jvm import jvm_class, scala_seq
+from python_udfs.jvm import jvm_class, release, scala_seq
 
 
 class StorageMixin(metaclass=AdapterMeta):
@@ -199,6 +199,20 @@ class StorageMixin(metaclass=AdapterMeta):
             self.execute(f"cache table {view}")
         else:
             spark.table(view).localCheckpoint(eager=True).createOrReplaceTempView(view)
+        return ""
+
+    @available
+    @driver_side
+    def lakerank_drop_view(self, view: str) -> str:
+        """Drop temporary view ``view``, first freeing the rows ``lakerank_materialize_view``
+        kept for it. Dropping the view alone leaves its local checkpoint in the block manager
+        until a JVM garbage collection reaches it: memory that grows with every run of a
+        long-lived session, and persisted RDDs that vanish from the session at a time no one
+        chose (a count of them taken around other work changes under it)."""
+        spark = self._session()
+        if spark is not None and spark.catalog.tableExists(view):
+            release(spark.table(view))
+        self.execute(f"drop view if exists {view}")
         return ""
 
     def _fs(self, location: str):

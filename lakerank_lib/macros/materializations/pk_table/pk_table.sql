@@ -148,7 +148,7 @@
     {%- endcall %}
     {% do lakerank_lib.fault_point('recorded') %}
     {% do adapter.lakerank_commit_finish(target, plan) %}
-    {% call statement('pk_drop_merged') -%} drop view if exists {{ views.merged }} {%- endcall %}
+    {% do adapter.lakerank_drop_view(views.merged) %}
   {%- endif -%}
   {%- if window is not none and window['pending'] and touched | length == 0 -%}
     {% do lakerank_lib.record_commit(target, window['to']) %}
@@ -156,7 +156,7 @@
   {%- set buckets = [] -%}
   {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
   {% do lakerank_lib.remember_written(target, lakerank_lib.partition_filter('_bucket', buckets | unique | list)) %}
-  {% call statement('pk_drop_input') -%} drop view if exists {{ views.input }} {%- endcall %}
+  {% do adapter.lakerank_drop_view(views.input) %}
 
   {{ run_hooks(post_hooks) }}
   {% do persist_docs(target, model) %}
