@@ -19,21 +19,6 @@
 {%- endmacro %}
 
 
-{#- pk_table bucket of a project-keyed state table (var project_buckets). -#}
-{% macro project_bucket(col='project_id') -%}
-  {{ lakerank_lib.bucket_of([col], var('project_buckets', 8)) }}
-{%- endmacro %}
-
-
-{#- Project buckets touched by the pending changes (compile-time list). -#}
-{% macro touched_buckets() -%}
-  {%- if not lakerank.contract_window()['pending'] -%}{{ return([]) }}{%- endif -%}
-  {{ return(lakerank_lib.query_values(
-      "select distinct cast(" ~ lakerank.project_bucket() ~ " as string) from ("
-      ~ lakerank.contract_changes() ~ ")")) }}
-{%- endmacro %}
-
-
 {#- The rows of a rank table (`fct_contract_rank`, `dim_project_rank_version`) a rank
     rewrite recomputes, as a merge_on_read predicate (alias `t`): the scoped projects'
     segments from `boundary` (`touched_from` or `rewrite_from`) on. -#}
@@ -59,8 +44,7 @@
     select a.project_id, s.segment_start, s.positions
     from {{ ref('int_project_rank_accumulation') }} as a
     lateral view explode(a.segments) e as s
-    where a._bucket in (select distinct {{ lakerank.project_bucket() }} from scope)
-      and a.project_id in (select project_id from scope)
+    where a.project_id in (select project_id from scope)
   )
 {%- endmacro %}
 

@@ -41,6 +41,5 @@
 
 {#- The settings the pipeline's incremental state depends on (stored with every commit). -#}
 {% macro pipeline_fingerprint() -%}
-  {{- 'rank_function=' ~ lakerank.rank_function() ~ ';segment_seconds=' ~ var('segment_seconds')
-      ~ ';project_buckets=' ~ var('project_buckets') -}}
+  {{- 'rank_function=' ~ lakerank.rank_function() ~ ';segment_seconds=' ~ var('segment_seconds') -}}
 {%- endmacro %}

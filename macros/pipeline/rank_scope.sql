@@ -29,7 +29,7 @@
 
   accumulation as (
       select * from {{ ref('int_project_rank_accumulation') }}
-      where _bucket in (select distinct {{ lakerank.project_bucket() }} from touched)
+      where project_id in (select touched.project_id from touched)
   ),
 
   listed_segments as (

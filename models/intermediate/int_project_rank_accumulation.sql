@@ -2,22 +2,21 @@
     with the rank positions it has used (`max_rn`), its latest sign time
     (`max_event_time`) and, per segment, the positions used there (`segments`, the
     index later stages use to find a project's partitions). Recomputed exactly for
-    touched projects from their touched slices and committed to a `pk_table`
-    (deduplicate, lookup changelog): a recomputed row replaces the project's row, a
-    project left without contracts gets a -D. -#}
+    touched projects from their touched slices and committed as a `merge_on_read` table
+    keyed by project: a commit writes the touched projects' changed rows (-U/+U, +I, and -D
+    for a project left without contracts) to its audit log — Paimon's lookup changelog
+    with row deduplication — and no other project's row. -#}
 {{ config(
-    materialized='pk_table',
+    materialized='merge_on_read',
+    compact_commits=var('compact_commits'),
     primary_key=['project_id'],
-    options={
-        'merge-engine': 'deduplicate',
-        'changelog-producer': 'lookup',
-        'changelog-producer.row-deduplicate': 'true',
-        'bucket': var('project_buckets'),
-    },
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- do lakerank.contract_window() -%}
-{%- set touched_buckets = lakerank.touched_buckets() -%}
+{%- set touched_projects -%}
+    t.project_id in (select project_id from ({{ lakerank.contract_changes() }}))
+{%- endset -%}
+{%- do lakerank_lib.declare_rewrite(touched_projects) -%}
 
 with
 
@@ -26,7 +25,7 @@ changes as (
 ),
 
 existing as (
-    select * from {{ lakerank_lib.prior_rows('_bucket', touched_buckets) }}
+    select * from {{ lakerank_lib.prior_rows(predicate=touched_projects) }}
 ),
 
 touched_slices as (
@@ -84,27 +83,11 @@ recomputed as (
         array_sort(collect_list(struct(segment_start, positions, max_sign_time))) as segments
     from entries
     group by project_id
-),
-
-emptied as (
-    select existing.*
-    from existing
-    left semi join touched_slices on existing.project_id = touched_slices.project_id
-    left anti join recomputed on existing.project_id = recomputed.project_id
 )
 
 select
     project_id,
     max_rn,
     max_event_time,
-    segments,
-    '+I' as rowkind
+    segments
 from recomputed
-union all
-select
-    project_id,
-    max_rn,
-    max_event_time,
-    segments,
-    '-D' as rowkind
-from emptied

@@ -88,10 +88,10 @@ def test_thrift_target_runs_sql_models_and_refuses_the_rest_clearly(runner, tmp_
     os.environ["LAKERANK_HOME"] = str(tmp_path / "unused_home")
     expected = {"stg_contract_changelog": "cannot run on a target with method 'thrift'",
                 "int_contract_segment_rank": "merge_on_read needs a Spark driver lakerank controls",
-                "int_project_rank_accumulation": "pk_table needs a Spark driver lakerank controls"}
+                "dim_project": "pk_table needs a Spark driver lakerank controls"}  # an example pk_table
     for model, message in expected.items():
         res = runner.invoke(["run", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"),
-                             "--select", model])
+                             "--select", model, "--vars", "{lakerank_examples: true}"])
         [result] = [r for r in res.result.results if r.node.resource_type == "model"]  # not the on-run-end hook
         assert str(result.status) == "error" and message in str(result.message), (model, result.message)
     assert not (tmp_path / "unused_home" / "metastore_db").exists(), "a thrift run started an embedded session"
