@@ -27,13 +27,13 @@
         and config.get('lakerank_partition_filter', true) -%}
     {%- if written['rows'] -%}
       {%- set source = '(' ~ written['rows'] ~ ')' -%}
-      {%- do filters.append('true') -%}
     {%- else -%}
       {%- do filters.append('(' ~ written['filter'] ~ ')') -%}
     {%- endif -%}
   {%- endif -%}
-  {%- if filters -%}
-    {%- do return("(select * from " ~ source ~ " as t where " ~ filters | join(' and ') ~ ") dbt_subquery") -%}
+  {%- if filters or source is string -%}
+    {%- do return("(select * from " ~ source ~ " as t"
+                  ~ (" where " ~ filters | join(' and ') if filters else "") ~ ") dbt_subquery") -%}
   {%- else -%}
     {%- do return(relation) -%}
   {%- endif -%}
