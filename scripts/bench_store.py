@@ -115,8 +115,8 @@ def changes_sql(rows: int, batch: int, a) -> str:
 class Store:
     """A table format: create the table, commit a change set, and the SQL a reader queries."""
 
-    def __init__(self, spark, name: str, work: pathlib.Path):
-        self.spark, self.name, self.work = spark, name, work
+    def __init__(self, spark, name: str):
+        self.spark, self.name = spark, name
 
     def sql(self, q: str):
         return self.spark.sql(q)
@@ -161,8 +161,8 @@ class ParquetMor(Store):
 
 
 class Delta(Store):
-    def __init__(self, spark, name, work):
-        super().__init__(spark, name, work)
+    def __init__(self, spark, name):
+        super().__init__(spark, name)
         self.dv = "false" if name == "delta_cow" else "true"
         self.pruned = name.endswith("_pruned")
         self.table = name
@@ -195,8 +195,8 @@ def timed(fn) -> float:
     return round(time.perf_counter() - t, 2)
 
 
-def run_store(spark, name: str, work: pathlib.Path, a) -> dict:
-    store = ParquetMor(spark, name, work) if name == "parquet_mor" else Delta(spark, name, work)
+def run_store(spark, name: str, a) -> dict:
+    store = ParquetMor(spark, name) if name == "parquet_mor" else Delta(spark, name)
     out = {"store": name, "create_s": timed(store.create), "commits_s": []}
     for batch in range(a.batches):
         spark.sql(changes_sql(a.rows, batch, a)).createOrReplaceTempView("bench_changes_v")
@@ -242,7 +242,7 @@ def main() -> None:
     spark.read.parquet(str(work / "base.parquet")).createOrReplaceTempView("bench_base")
     spark.sql("select * from bench_base order by project_id, contract_id").write.mode("overwrite") \
         .saveAsTable("bench_base_parquet")
-    results = [run_store(spark, s, work, a) for s in a.stores]
+    results = [run_store(spark, s, a) for s in a.stores]
     changed = results[0]["changed_rows"]
     print(f"\npyspark {pyspark.__version__}, {a.rows:,} rows, {a.batches} commits of ~{changed:,} rows\n")
     print("| store | create s | commits s | full read s | one-project read s | plain parquet scan s |")

@@ -54,7 +54,7 @@ from __future__ import annotations
 from typing import Optional
 
 from python_udfs.ingest.cdc_options import CdcOptions, cdc_options, filtered, how_to_declare
-from python_udfs.ingest.cdc_times import _MS_MAX, _MS_MIN, semantic_type, with_wall_clock
+from python_udfs.ingest.cdc_times import MS_MAX, MS_MIN, semantic_type, with_wall_clock
 from python_udfs.ingest.landed_lines import trim_space
 
 __all__ = ["FORMATS", "SUB_BITS", "CdcOptions", "cdc_options", "change_events", "check_format",
@@ -184,7 +184,6 @@ def _debezium_events(op: str, before: str, after: str, types: str, versions: boo
         WHEN {op} = 'd' THEN array({_event("'-D'", "'before'", before, types=types)})
         ELSE array({_event("'+I'", "'after'", after, types=types)})
     END"""
-
 
 
 def _debezium(versions: bool, opts: CdcOptions) -> dict:
@@ -342,7 +341,7 @@ def change_events(lines, fmt: str, columns, versions: bool = False, opts: Option
         .when(F.col("v").isNull(), F.lit("invalid json"))
         .when(~F.col("is_object"), F.lit("not a json object"))
         .otherwise(F.coalesce(F.expr(sql["error"]), missing, F.when(
-            ~F.col("ts_ms").between(_MS_MIN, _MS_MAX), F.lit(f"{_TIME[fmt]} out of range")))).alias("problem"),
+            ~F.col("ts_ms").between(MS_MIN, MS_MAX), F.lit(f"{_TIME[fmt]} out of range")))).alias("problem"),
     )
     good = F.col("problem").isNull() & F.col("skip").isNull()
     exploded = checked.select(

@@ -5,10 +5,10 @@ one, else from the stream's declaration (docs/cdc_formats.md, Times)."""
 
 from __future__ import annotations
 
-__all__ = ["TIME_UNITS", "semantic_type", "with_wall_clock"]
+__all__ = ["MS_MAX", "MS_MIN", "TIME_UNITS", "semantic_type", "with_wall_clock"]
 
 # Epoch milliseconds Spark can turn into a timestamp (years 1..9999); days likewise.
-_MS_MIN, _MS_MAX = -62135596800000, 253402300799999
+MS_MIN, MS_MAX = -62135596800000, 253402300799999
 _DAYS_MIN, _DAYS_MAX = -719162, 2932896
 TIME_UNITS = ("seconds", "millis", "micros", "nanos", "days")
 # The unit of a JSON integer whose Debezium schema names its logical type.
@@ -50,11 +50,11 @@ def with_wall_clock(df, x: str, semantic: str, unit: str, out: str):
         WHEN __n IS NULL AND __s RLIKE '{iso}(Z|[+-][0-9]{{2}}:[0-9]{{2}})$'
             THEN cast(try_cast(__s as timestamp_ltz) as timestamp_ntz) -- ltz: an ntz cast drops the offset
         WHEN __n IS NULL AND __s RLIKE '{iso}$' THEN try_cast(__s as timestamp_ntz)
-        WHEN __u = 'millis' AND __n BETWEEN {_MS_MIN} AND {_MS_MAX} THEN timestampadd(MILLISECOND, __n, {epoch})
-        WHEN __u = 'micros' AND __n BETWEEN {_MS_MIN * 1000} AND {_MS_MAX * 1000}
+        WHEN __u = 'millis' AND __n BETWEEN {MS_MIN} AND {MS_MAX} THEN timestampadd(MILLISECOND, __n, {epoch})
+        WHEN __u = 'micros' AND __n BETWEEN {MS_MIN * 1000} AND {MS_MAX * 1000}
             THEN timestampadd(MICROSECOND, __n, {epoch})
         WHEN __u = 'nanos' AND __n % 1000 = 0 THEN timestampadd(MICROSECOND, __n div 1000, {epoch})
-        WHEN __u = 'seconds' AND __n BETWEEN {_MS_MIN // 1000} AND {_MS_MAX // 1000}
+        WHEN __u = 'seconds' AND __n BETWEEN {MS_MIN // 1000} AND {MS_MAX // 1000}
             THEN timestampadd(SECOND, __n, {epoch})
         WHEN __u = 'days' AND __n BETWEEN {_DAYS_MIN} AND {_DAYS_MAX}
             THEN cast(date_add(date'1970-01-01', cast(__n as int)) as timestamp_ntz)

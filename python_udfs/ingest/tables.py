@@ -83,7 +83,7 @@ def ensure_table(spark, table: str, ddl: str) -> str:
     entry = catalog.getTable(database, name)
     have = columns(entry)
     added = want[len(have) - 1:-1]
-    if want != have and have[:-1] == want[:len(have) - 1] and have[-1:] == want[-1:] and added:
+    if added and have[:-1] == want[:len(have) - 1] and have[-1:] == want[-1:]:
         # columns the DDL adds after the last data column (an ingest log's later counts): added
         # to the table in place, NULL on the partitions written before
         spark.sql(f"ALTER TABLE {quote_name(table)} ADD COLUMNS ("

@@ -11,7 +11,7 @@
     a query returning exactly the relation's current rows that this run wrote, cheaper to
     read than the relation (a merge-on-read model's own commit partition: the relation is a
     view over the whole base). -#}
-{% macro remember_written(relation, filter, rows=none) -%}
+{% macro remember_written(relation, filter=none, rows=none) -%}
   {%- do adapter.lakerank_memo_set('written:' ~ invocation_id ~ ':' ~ relation,
                                    {'filter': filter, 'rows': rows}) -%}
 {%- endmacro %}
