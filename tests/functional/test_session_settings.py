@@ -81,3 +81,33 @@ def test_metastore_reads_before_any_statement_use_this_homes_session(runner, tmp
              " 'lakerank.mark', 'absent') }}")
     res = one.dbt("compile", "--no-populate-cache", "--inline", probe)
     assert res.result.results[0].node.compiled_code.strip() == "one"
+
+
+def test_a_thread_connecting_mid_invocation_keeps_a_models_settings(lakerank):
+    """Issue K.7: every thread of an invocation opens its own connection on the one shared
+    session. The profile's settings go on once per invocation: a thread that connects
+    while another model runs must not put `partitionOverwriteMode` back to the profile's
+    `static` under that model's `DYNAMIC` (its insert_overwrite would replace the whole
+    table). The next invocation starts from the profile again."""
+    import threading
+
+    from dbt_common.invocation import get_invocation_id, reset_invocation_id
+
+    from dbt.adapters.lakerank.connections import use_home
+
+    key = "spark.sql.sources.partitionOverwriteMode"
+    _show(lakerank, "select 1 as one")  # the session on this home, the profile applied
+    spark = lakerank.spark()
+    params = {key: "static", "spark.sql.shuffle.partitions": "4"}
+    use_home(str(lakerank.home), params)  # this invocation's first connection
+    assert spark.conf.get(key) == "static"
+    spark.conf.set(key, "DYNAMIC")  # a running model's `set`
+    other = threading.Thread(target=use_home, args=(str(lakerank.home), params))
+    other.start()
+    other.join()
+    assert spark.conf.get(key) == "DYNAMIC"
+    before = get_invocation_id()
+    reset_invocation_id()  # a new invocation of the same process
+    assert get_invocation_id() != before
+    use_home(str(lakerank.home), params)
+    assert spark.conf.get(key) == "static"

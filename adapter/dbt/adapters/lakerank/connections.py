@@ -190,6 +190,7 @@ def _stop_active_session() -> None:
     if _ACTIVE_HOME is not None:
         release_build_lock(_ACTIVE_HOME)
     _ACTIVE_HOME = None
+    _APPLIED.pop("embedded", None)
 
 
 def _start_embedded_session(home: str, params: Dict[str, str]):
@@ -215,6 +216,7 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         for key, value in {**params, **env_spark_conf(), **home_spark_conf(home)}.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
+        _APPLIED.pop("embedded", None)  # a new session has none of the runtime settings yet
         spark.sparkContext.setLogLevel("ERROR")
         # Bind the new session's metastore client from a thread with no stale Hive client.
         jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
@@ -225,9 +227,12 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
 
 def use_home(home: str, params: Dict[str, str]) -> None:
     """Put the process's session on ``home`` (started or switched) with the profile's
-    runtime settings: what opening an embedded connection does."""
+    runtime settings, once per invocation (:func:`settings_due`): what opening an embedded
+    connection does."""
     start_embedded_session(home, params)
-    apply_runtime_conf(params)
+    with _SESSION_LOCK:
+        if settings_due("embedded", {**params, **env_spark_conf()}):
+            apply_runtime_conf(params)
 
 
 def home_session(home: str, params: Dict[str, str]):
@@ -273,6 +278,29 @@ def current_thread_session():
         jvm_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(spark._jsparkSession)
         _THREAD_HOMES[threading.get_ident()] = home
     return spark
+
+
+# What each engine's session last had applied, as (invocation id, settings). dbt opens a
+# connection per thread, and all threads of a process share one session: the profile's
+# settings go on once per invocation, before its first statement, never again from a thread
+# that connects later, which would undo a setting a running model made
+# (`set spark.sql.sources.partitionOverwriteMode = DYNAMIC` back to `static` under an
+# insert_overwrite).
+_APPLIED: Dict[str, tuple] = {}
+
+
+def settings_due(engine: str, settings: Dict[str, str]) -> bool:
+    """Whether ``settings`` are still to be applied to ``engine``'s session in this dbt
+    invocation (and marks them applied): true for the invocation's first connection and
+    whenever the settings differ from the last applied (another profile, a new session)."""
+    from dbt_common.invocation import get_invocation_id
+
+    mark = (get_invocation_id(), tuple(sorted((k, str(v)) for k, v in settings.items())))
+    with _SESSION_LOCK:
+        if _APPLIED.get(engine) == mark:
+            return False
+        _APPLIED[engine] = mark
+        return True
 
 
 def apply_runtime_conf(params: Dict[str, str]) -> None:
@@ -322,7 +350,10 @@ class LakerankConnectionManager(SparkConnectionManager):
 
             home = resolve_home(creds.lakerank_home)
             spark, _endpoint = connect_session(home)
-            apply_connect_conf(spark, dict(creds.server_side_parameters))
+            params = dict(creds.server_side_parameters)
+            with _SESSION_LOCK:
+                if settings_due(f"connect:{spark.session_id}", {**params, **env_spark_conf()}):
+                    apply_connect_conf(spark, params)
             lock_connect_builds(home)
             connection = super().open(connection)
             connection.handle = SessionConnectionWrapper(_SessionConnection(spark))
