@@ -58,7 +58,7 @@
         'lakerank build summary: ' ~ status ~ ', commits ' ~ (from_commit + 1) ~ '..' ~ to_commit
           ~ ' (invocation ' ~ invocation_id[:8] ~ ', table ' ~ summary ~ ')',
         '  events  landed ' ~ counts.events_landed ~ '  applied ' ~ counts.events_applied
-          ~ '  quarantined ' ~ counts.events_quarantined ~ '  no change (no-op, stale, before-image) '
+          ~ '  quarantined ' ~ counts.events_quarantined ~ '  not applied (no-op, stale, before-image, skipped) '
           ~ (counts.events_landed - counts.events_applied - counts.events_quarantined),
         '  ranks   +I ' ~ counts.ranks_inserted ~ '  +U ' ~ counts.ranks_updated ~ '  -D ' ~ counts.ranks_deleted
           ~ '  projects touched ' ~ counts.projects_touched,

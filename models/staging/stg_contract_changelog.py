@@ -20,12 +20,14 @@ def model(dbt, session):
     home = session.conf.get("spark.lakerank.home")
     schema = dbt.this.schema
     fmt = dbt.config.get("contracts_format") or "lakerank"
+    unit = dbt.config.get("contracts_sign_time_unit")  # none: an integer sign_time is quarantined
     cdc = cdc_options(
         change_time=dbt.config.get("contracts_change_time"),
         database_include=dbt.config.get("contracts_database_include"),
         table_include=dbt.config.get("contracts_table_include"),
-        units={"sign_time": dbt.config.get("contracts_sign_time_unit") or "millis"},
+        units={"sign_time": unit} if unit else {},
         declare="the var contracts_change_time: arrival",
+        declare_unit="the var contracts_sign_time_unit",
     )
     return run_contract_ingest(
         session,

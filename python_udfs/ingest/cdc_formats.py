@@ -54,7 +54,7 @@ from __future__ import annotations
 from typing import Optional
 
 from python_udfs.ingest.cdc_options import CdcOptions, cdc_options, filtered, how_to_declare
-from python_udfs.ingest.cdc_times import MS_MAX, MS_MIN, semantic_type, with_wall_clock
+from python_udfs.ingest.cdc_times import MS_MAX, MS_MIN, semantic_type, undeclared_unit, with_wall_clock
 from python_udfs.ingest.landed_lines import trim_space
 
 __all__ = ["FORMATS", "SUB_BITS", "CdcOptions", "cdc_options", "change_events", "check_format",
@@ -382,9 +382,13 @@ def to_native_events(lines, fmt: str, opts: Optional[CdcOptions] = None):
         return [("e", e), ("ts_ms", ts_ms), ("origin", F.concat(F.lit(f"{fmt} "), e.image)), ("bad", bad)]
 
     events = change_events(lines, fmt, columns, opts=opts)
-    events = with_wall_clock(events, "coalesce(variant_get(e.old, '$.sign_time'), variant_get(e.row, '$.sign_time'))",
-                             semantic_type("e.types", "sign_time"), opts.unit("sign_time"), "__sign_wall")
+    sign, semantic, unit = ("coalesce(variant_get(e.old, '$.sign_time'), variant_get(e.row, '$.sign_time'))",
+                            semantic_type("e.types", "sign_time"), opts.unit("sign_time"))
+    events = with_wall_clock(events, sign, semantic, unit, "__sign_wall")
     e = F.col("e")
+    # a delete needs only the key: its sign_time is not read
+    unitless = F.when(e.op != "-D", undeclared_unit(sign, semantic, unit, "sign_time", opts.declare_unit))
+    events = events.withColumn("bad", F.coalesce("bad", F.concat(F.col("origin"), F.lit(": "), unitless)))
     op_ts = F.timestamp_millis(F.col("ts_ms")).cast("timestamp_ntz").cast("string")  # the business wall clock
     native = F.concat(
         F.lit('{"op":"'), e.op, F.lit('"'),

@@ -19,16 +19,20 @@ class CdcOptions:
     """How a stream reads its CDC lines: ``change_time`` (``required``, or ``arrival``: order by
     commit, file and line), ``database_include``/``table_include`` (Java regular expressions,
     any of which must match the whole name; None: every name), ``units`` (field -> the unit
-    of its JSON integers when no schema says it, ``TIME_UNITS``) and ``declare`` (how the
-    stream declares arrival order: the quarantine reason of a missing change time names it)."""
+    of its JSON integers when no schema says it, ``TIME_UNITS``; a field with none declared has
+    its integers quarantined) and ``declare`` (how the
+    stream declares arrival order: the quarantine reason of a missing change time names it) and
+    ``declare_unit`` (how it declares the unit of an integer sign_time, named likewise)."""
     change_time: str = "required"
     database_include: Optional[Tuple[str, ...]] = None
     table_include: Optional[Tuple[str, ...]] = None
     units: Tuple[Tuple[str, str], ...] = ()
     declare: str = "change_time: arrival"
+    declare_unit: str = "units: {sign_time: <unit>}"
 
-    def unit(self, field: str, default: str = "millis") -> str:
-        return dict(self.units).get(field, default)
+    def unit(self, field: str) -> Optional[str]:
+        """The declared unit of ``field``'s JSON integers; None: undeclared (never guessed)."""
+        return dict(self.units).get(field)
 
 
 def _patterns(value: Union[None, str, Sequence[str]], what: str) -> Optional[Tuple[str, ...]]:
@@ -41,7 +45,8 @@ def _patterns(value: Union[None, str, Sequence[str]], what: str) -> Optional[Tup
 
 
 def cdc_options(change_time=None, database_include=None, table_include=None,
-                units: Optional[Mapping[str, str]] = None, declare: str = "change_time: arrival") -> CdcOptions:
+                units: Optional[Mapping[str, str]] = None, declare: str = "change_time: arrival",
+                declare_unit: str = "units: {sign_time: <unit>}") -> CdcOptions:
     """Checked :class:`CdcOptions` (ValueError naming the bad value); None or '' is the default."""
     change_time = change_time or "required"
     if change_time not in CHANGE_TIMES:
@@ -50,7 +55,8 @@ def cdc_options(change_time=None, database_include=None, table_include=None,
         if unit not in TIME_UNITS:
             raise ValueError(f"field {field!r}: unit {unit!r}: allowed values are {', '.join(TIME_UNITS)}")
     return CdcOptions(change_time, _patterns(database_include, "database_include"),
-                      _patterns(table_include, "table_include"), tuple(sorted((units or {}).items())), declare)
+                      _patterns(table_include, "table_include"), tuple(sorted((units or {}).items())), declare,
+                      declare_unit)
 
 
 def how_to_declare(opts: CdcOptions) -> str:

@@ -5,7 +5,7 @@ one, else from the stream's declaration (docs/cdc_formats.md, Times)."""
 
 from __future__ import annotations
 
-__all__ = ["MS_MAX", "MS_MIN", "TIME_UNITS", "semantic_type", "with_wall_clock"]
+__all__ = ["MS_MAX", "MS_MIN", "TIME_UNITS", "semantic_type", "undeclared_unit", "with_wall_clock"]
 
 # Epoch milliseconds Spark can turn into a timestamp (years 1..9999); days likewise.
 MS_MIN, MS_MAX = -62135596800000, 253402300799999
@@ -27,10 +27,25 @@ def semantic_type(types: str, name: str) -> str:
             f"'{name}'), 1), '$.name', 'string')")
 
 
-def with_wall_clock(df, x: str, semantic: str, unit: str, out: str):
+def undeclared_unit(x: str, semantic: str, unit, field: str, declare: str):
+    """The quarantine reason (a Column; NULL otherwise) of a time value ``x`` (SQL, a variant)
+    that is a JSON integer with no unit: no schema names its logical type (``semantic``) and
+    the stream declares none (``unit`` None). Reading it in any one unit would be a guess that
+    can be off by a factor of 1,000 and still look like a time."""
+    from pyspark.sql import functions as F
+
+    if unit is not None:
+        return F.lit(None).cast("string")
+    integer = F.expr(f"to_json({x}) RLIKE '^-?[0-9]{{1,19}}$' AND ({semantic}) IS NULL")
+    return F.when(integer, F.concat(F.lit(f"{field} "), F.expr(f"to_json({x})"), F.lit(
+        f" is an integer with no unit: no schema names it; declare {declare} ({', '.join(TIME_UNITS)})")))
+
+
+def with_wall_clock(df, x: str, semantic: str, unit, out: str):
     """``df`` with column ``out``: the wall clock (TIMESTAMP_NTZ) the CDC time value ``x`` (SQL,
     a variant) stands for: a JSON integer in the unit its logical type ``semantic`` (SQL,
-    :func:`semantic_type`) names, else in ``unit`` (``TIME_UNITS``); an ISO-8601 string with
+    :func:`semantic_type`) names, else in ``unit`` (``TIME_UNITS``; None: no integer is read,
+    :func:`undeclared_unit`); an ISO-8601 string with
     ``T``: as written or, with an offset (``Z``, ``+08:00``), the instant as the session's
     (business) wall clock. NULL for anything else: other strings (the caller reads them as
     written), a time out of the years 1..9999, a fraction finer than microseconds. Computed in
@@ -39,7 +54,8 @@ def with_wall_clock(df, x: str, semantic: str, unit: str, out: str):
     from pyspark.sql import functions as F
 
     cases = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in _SEMANTIC_UNITS.items())
-    parts = df.withColumn("__x", F.expr(x)).withColumn("__u", F.expr(f"CASE {semantic} {cases} ELSE '{unit}' END"))
+    default = "NULL" if unit is None else f"'{unit}'"
+    parts = df.withColumn("__x", F.expr(x)).withColumn("__u", F.expr(f"CASE {semantic} {cases} ELSE {default} END"))
     parts = parts.withColumn("__j", F.expr("to_json(__x)"))
     parts = parts.withColumn("__n", F.expr(
         "CASE WHEN __j RLIKE '^-?[0-9]{1,19}$' THEN try_variant_get(__x, '$', 'bigint') END")).withColumn(

@@ -9,7 +9,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from python_udfs.ingest.cdc_formats import CdcOptions, change_events, check_format
-from python_udfs.ingest.cdc_times import TIME_UNITS, semantic_type, with_wall_clock
+from python_udfs.ingest.cdc_times import TIME_UNITS, semantic_type, undeclared_unit, with_wall_clock
 from python_udfs.ingest.landed_lines import trim_space
 from python_udfs.ingest.tables import checked_lines
 from python_udfs.ingest.wall_clock import parse_ntz
@@ -216,9 +216,8 @@ def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank
         lines = change_events(lines, fmt, _change_columns(fmt), versions=True, opts=cdc_options)
         for f in fields:  # each time field's wall clock (_cdc_time_text)
             if f["type"] in _DEFAULT_FORMATS:
-                unit = f["unit"] or ("days" if f["type"] == "date" else "millis")
                 lines = with_wall_clock(lines, f"variant_get(v, '$.{f['name']}')", semantic_type("types", f["name"]),
-                                        unit, f"__wall_{f['name']}")
+                                        _unit(f), f"__wall_{f['name']}")
     else:
         lines = lines.withColumn("v", F.expr("try_parse_json(text)"))
 
@@ -251,6 +250,10 @@ def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank
         needed = ~delete if cdc and key is not None and name not in key else F.lit(True)
         if f["required"]:
             reason = reason.when(checked & needed & ~present(name), F.lit(f"missing {name}"))
+        if cdc and f["type"] in _DEFAULT_FORMATS:
+            unitless = undeclared_unit(f"variant_get(v, '$.{name}')", semantic_type("types", name), _unit(f), name,
+                                       f"its unit on field {name} (unit:)")
+            reason = reason.when(checked & unitless.isNotNull(), unitless)
         reason = reason.when(checked & present(name) & values[name].isNull(), F.concat(
             F.lit(f"bad {name} '"), F.substring(_jstr(name), 1, 200), F.lit("'")))
     if cdc:
@@ -260,10 +263,17 @@ def parse_stream_lines(lines, fields: List[Dict[str, Any]], fmt: str = "lakerank
         ("__f_" + f["name"], values[f["name"]].cast(_STORED_TYPE.get(f["type"], f["type"]))) for f in fields])
 
 
+def _unit(f: Dict[str, Any]) -> Optional[str]:
+    """The unit of a CDC time field's JSON integers when no schema names it: the declared
+    ``unit``; a ``date`` is in days (Debezium's and Kafka Connect's Date); an undeclared
+    ``timestamp`` has none (its integers are quarantined, never read in a guessed unit)."""
+    return f["unit"] or ("days" if f["type"] == "date" else None)
+
+
 def _cdc_time_text(f: Dict[str, Any]):
     """The text a CDC time value of a ``timestamp`` or ``date`` field stands for (its wall
     clock ``__wall_<name>``, ``cdc_times.with_wall_clock``: the unit from the Debezium schema
-    wrapper, else the field's declared ``unit``, else milliseconds, days for a date):
+    wrapper, else the field's unit (:func:`_unit`)):
     ``yyyy-MM-dd HH:mm:ss`` (``.SSS`` or ``.SSSSSS`` when it has a fraction) or, at midnight,
     ``yyyy-MM-dd`` for a date; NULL when it is not such a value (a string is then read as
     written)."""

@@ -58,6 +58,9 @@ BUILDS = [(["debezium-json", "debezium-json-wrapped", "debezium-json-postgres", 
            "debezium-json"), (["canal-json"], "canal-json"), (["maxwell-json"], "maxwell-json")]
 # Every build reads one database's one table: the other tables of a multi-table topic are skipped.
 FILTERS = {"contracts_database_include": "lakerank", "contracts_table_include": "contracts"}
+# The unit each build declares for a sign_time integer no schema names (plain MySQL Debezium:
+# milliseconds); without one such a message is quarantined.
+UNITS = {"debezium-json": {"contracts_sign_time_unit": "millis"}}
 # The formats whose files carry what is not data and other tables' changes between the changes.
 MIXED = ("debezium-json-postgres", "debezium-json-zoned", "canal-json", "maxwell-json")
 SHIFT = 100_000
@@ -192,7 +195,8 @@ def landed(runner, tmp_path_factory):
         if var == "maxwell-json":
             lr.dbt("run", vars={"contracts_format": var, **FILTERS})  # the one full pipeline build
         else:
-            lr.dbt("run", "--select", "stg_contract_changelog", vars={"contracts_format": var, **FILTERS})
+            lr.dbt("run", "--select", "stg_contract_changelog",
+                   vars={"contracts_format": var, **FILTERS, **UNITS.get(var, {})})
     return lr, oracle, statements, files, quarantine, per_commit
 
 
@@ -312,6 +316,14 @@ CASES = {
         {"schema": None, "payload": None},
         {"source": {"ts_ms": T}, "ts_ms": T, "databaseName": "lakerank", "ddl": "DROP TABLE x", "tableChanges": []},
     ],
+    # no unit declared and no schema wrapper: an integer sign_time is not read in a guessed unit
+    "debezium-json+undeclared": [
+        {"after": dict(ROW, sign_time=1709546400000), "op": "c", "ts_ms": T},
+        {"after": dict(ROW, sign_time=1709546400), "op": "c", "ts_ms": T},  # seconds: 1970 as milliseconds
+        _wrapped("io.debezium.time.Timestamp", 1709546400000),  # a schema names it
+        {"after": dict(ROW, sign_time="2024-03-04T10:00:00"), "op": "c", "ts_ms": T},  # a string needs none
+        {"before": dict(ROW, sign_time=1709546400000), "after": None, "op": "d", "ts_ms": T},  # key only
+    ],
     # a declared unit (no schema wrapper)
     "debezium-json+micros": [
         {"after": dict(ROW, sign_time=1709546400000000), "op": "c", "ts_ms": T},
@@ -351,7 +363,8 @@ CASES = {
     ],
 }
 # Each case list's reading (cdc_formats.cdc_options) and batch time (the arrival order's op_ts).
-OPTIONS = {"debezium-json+micros": {"units": {"sign_time": "micros"}},
+OPTIONS = {"debezium-json": {"units": {"sign_time": "millis"}},  # plain MySQL: DATETIME in ms
+           "debezium-json+micros": {"units": {"sign_time": "micros"}},
            "debezium-json+arrival": {"change_time": "arrival"}, "canal-json+arrival": {"change_time": "arrival"},
            "maxwell-json+arrival": {"change_time": "arrival"},
            "canal-json+table": {"database_include": ["lakerank", "sales"], "table_include": "contr.*"}}
@@ -441,6 +454,15 @@ def test_debezium_conversion(converted):
         (24, 0, "E", None, "+I", 10, "2024-03-04 00:00:00", at),
         (25, 0, "quarantined", "debezium-json after: bad sign_time '1970-01-20 18:52:26.4'", *[None] * 4),
         *[(n, 0, "skipped", None, None, None, None, None) for n in (26, 27, 28, 29)],
+    ]
+    unitless = ("debezium-json after: sign_time {} is an integer with no unit: no schema names it; declare "
+                "units: {{sign_time: <unit>}} (seconds, millis, micros, nanos, days)")
+    assert _events(converted, "debezium-json+undeclared") == [
+        (1, 0, "quarantined", unitless.format(1709546400000), None, None, None, None),
+        (2, 0, "quarantined", unitless.format(1709546400), None, None, None, None),
+        (3, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at),
+        (4, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at),
+        (5, 0, "E", None, "-D", 10, None, at),
     ]
     assert _events(converted, "debezium-json+micros") == [
         (n, 0, "E", None, "+I", 10, "2024-03-04 10:00:00", at) for n in (1, 2)]

@@ -84,7 +84,7 @@ def test_metastore_reads_before_any_statement_use_this_homes_session(runner, tmp
 
 
 def test_a_thread_connecting_mid_invocation_keeps_a_models_settings(lakerank):
-    """Issue K.7: every thread of an invocation opens its own connection on the one shared
+    """Every thread of an invocation opens its own connection on the one shared
     session. The profile's settings go on once per invocation: a thread that connects
     while another model runs must not put `partitionOverwriteMode` back to the profile's
     `static` under that model's `DYNAMIC` (its insert_overwrite would replace the whole

@@ -67,7 +67,7 @@ def test_cdc_options_are_checked():
     opts = cdc_formats.cdc_options("arrival", "sales", ["contracts", "contracts_[0-9]+"], {"sign_time": "micros"})
     assert (opts.change_time, opts.database_include, opts.table_include) == (
         "arrival", ("sales",), ("contracts", "contracts_[0-9]+"))
-    assert opts.unit("sign_time") == "micros" and opts.unit("other") == "millis"
+    assert opts.unit("sign_time") == "micros" and opts.unit("other") is None  # undeclared: never guessed
     default = cdc_formats.cdc_options("", "", "", {})
     assert (default.change_time, default.database_include, default.table_include) == ("required", None, None)
     with pytest.raises(ValueError, match="change_time 'sometimes': allowed values are required, arrival"):
