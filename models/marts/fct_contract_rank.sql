@@ -1,10 +1,13 @@
 {#- Seed 000 stage 6, `dwd_project_contract_final_result_table`: each live contract's
     rank over the full history of its project, `asc_rn = mem_rn + base_max_rn`, where
-    `base_max_rn` comes from an as-of lookup of the zipper: the version in force just
-    before the contract's segment start (ver_start < segment_start <= ver_end), so a
-    contract at exactly 00:00:00 is never counted twice. Only touched projects'
-    rows from their earliest touched segment on are recomputed; every changed row goes
-    to the audit log that `fct_contract_rank_changelog` exposes. -#}
+    `base_max_rn` is the value of the zipper in force just before the contract's segment
+    start (the seed's lookup join `FOR SYSTEM_TIME AS OF`): the rank positions used by the
+    project's earlier segments, read here from the same per-segment index the zipper is
+    built from (`lakerank.segment_bases()`, an equi-join on (project, segment)), so this
+    model does not wait for the zipper and the two are built side by side; the per-slice
+    data test checks that they agree. Only touched projects' rows from their earliest
+    touched segment on are recomputed; every changed row goes to the audit log that
+    `fct_contract_rank_changelog` exposes. -#}
 {{ config(
     materialized='merge_on_read',
     compact_commits=var('compact_commits'),
@@ -19,24 +22,16 @@ with
 
 {{ lakerank.rank_rewrite_scope() }},
 
+segment_bases as (
+    {{ lakerank.segment_bases() }}
+),
+
 slices as (
     select slices.*
     from {{ ref('int_contract_segment_rank') }} as slices
     inner join scope on slices.project_id = scope.project_id
     where
         slices.segment_start >= scope.touched_from
-),
-
-zipper as (
-    select zipper.*
-    from {{ ref('dim_project_rank_version') }} as zipper
-    where zipper.project_id in (select scope.project_id from scope)
-),
-
-slice_bases as (
-    {{ lakerank_lib.as_of_lookup(
-        'select distinct project_id, segment_start from slices',
-        'zipper', 'segment_start', 'base_max_rn') }}
 ),
 
 ranked as (
@@ -47,13 +42,13 @@ ranked as (
         slices.amount,
         slices.mem_rn,
         slices.segment_start,
-        coalesce(slice_bases.base_max_rn, 0) as base_max_rn,
-        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) as asc_rn
+        segment_bases.base_positions as base_max_rn,
+        slices.mem_rn + segment_bases.base_positions as asc_rn
     from slices
-    left join slice_bases
+    inner join segment_bases
         on
-            slices.project_id = slice_bases.project_id
-            and slices.segment_start = slice_bases.segment_start
+            slices.project_id = segment_bases.project_id
+            and slices.segment_start = segment_bases.segment_start
 )
 
 select * from ranked

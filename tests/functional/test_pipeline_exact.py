@@ -146,9 +146,9 @@ def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: p
         n for n in names if n == "__pycache__" or (pathlib.Path(folder) == ROOT and n in skipped)])
     model = project / "models" / "marts" / "fct_contract_rank.sql"
     sql = model.read_text()
-    last = "        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) as asc_rn\n"
+    last = "        slices.mem_rn + segment_bases.base_positions as asc_rn\n"
     assert last in sql
-    added = "        slices.mem_rn + coalesce(slice_bases.base_max_rn, 0) = 1 as first_in_project\n"
+    added = "        slices.mem_rn + segment_bases.base_positions = 1 as first_in_project\n"
     model.write_text(sql.replace(last, last.replace(" as asc_rn\n", " as asc_rn,\n") + added))
 
     # the check runs in a run that commits (a run with nothing pending writes nothing): a batch
