@@ -128,3 +128,19 @@
   {{ return(lakerank_lib.query_values(
       "select count(*) from " ~ ref('int_contract_rank_scope'))[0] | int == 0) }}
 {%- endmacro %}
+
+
+{#- Whether `relations` (one schema) all exist at one commit: a check that compares them is
+    meaningful only then. The zipper and the fact are built side by side from the same
+    index, so a selection that builds one (`--select +fct_contract_rank`) leaves the other
+    absent or at an older commit. -#}
+{% macro at_one_commit(relations) -%}
+  {%- if not execute -%}{{ return(true) }}{%- endif -%}
+  {%- set info = adapter.lakerank_tables_info(relations) -%}  {#- one metastore call -#}
+  {%- set commits = [] -%}
+  {%- for r in relations -%}
+    {%- if not info[r.identifier]['exists'] -%}{{ return(false) }}{%- endif -%}
+    {%- do commits.append(info[r.identifier]['properties'].get(lakerank_lib.commit_property(), 'none')) -%}
+  {%- endfor -%}
+  {{ return(commits | unique | list | length == 1) }}
+{%- endmacro %}

@@ -631,7 +631,7 @@ def test_declared_stream_fields_read_as_the_tuples():
         ("city", "string", False),
         ("designer", "string", False),
         ("status", "string", False),
-        ("update_time", "timestamp", True, {"formats": ["yyyy-MM-dd HH:mm:ss"]}),
+        ("update_time", "timestamp", True, {"formats": ["yyyy-MM-dd HH:mm:ss"], "unit": "millis"}),
         ("op_ts", "timestamp", True),
     ])
     with pytest.raises(ValueError, match="expected keys name, type"):
