@@ -28,7 +28,7 @@ from lakerank_project import ROOT, Lakerank
 RANK_FUNCTION = "dense_rank"
 MERGE_ON_READ = ("int_contract_segment_rank", "int_project_rank_accumulation", "dim_project_rank_version",
                  "fct_contract_rank")
-# Batch 1: every step of an incremental commit, in the order a build reaches them (the
+# Batch 1: every step of an incremental commit, in the order a one-thread build reaches them (the
 # segment ranks read the ingest, not the accumulation); batch 2 compacts every commit
 # (compact_commits 1): the compaction's steps. Then, in each batch, kills at random moments.
 # (pk_table's own steps are killed in test_pk_table_crash.py.)
@@ -95,7 +95,10 @@ def test_kills_at_every_commit_step_and_at_random_then_rerun_is_exact(runner, tm
         land(batches[b + 1])
         settings = {"compact_commits": 1 if b == 1 else 10}
         for model, step in step_kills:
-            killed, rc, out = dbt_subprocess(lr.home, vars=settings, fault={model: f"kill:{step}"})
+            # one thread: the zipper and the fact, built side by side, then reach their steps in
+            # this list's order (with four, a kill at one may come after the other committed)
+            killed, rc, out = dbt_subprocess(lr.home, "run", "--threads", "1", vars=settings,
+                                             fault={model: f"kill:{step}"})
             assert killed, f"{model} never reached step {step} (rc {rc}):\n{out[-3000:]}"
             kills += 1
             log.append(f"{model}:{step}")
