@@ -10,6 +10,8 @@ __all__ = ["MS_MAX", "MS_MIN", "TIME_UNITS", "semantic_type", "undeclared_unit",
 # Epoch milliseconds Spark can turn into a timestamp (years 1..9999); days likewise.
 MS_MIN, MS_MAX = -62135596800000, 253402300799999
 _DAYS_MIN, _DAYS_MAX = -719162, 2932896
+# The JSON text of an integer a time value may be (a bigint's digits at most).
+_INTEGER = "^-?[0-9]{1,19}$"
 TIME_UNITS = ("seconds", "millis", "micros", "nanos", "days")
 # The unit of a JSON integer whose Debezium schema names its logical type.
 _SEMANTIC_UNITS = {
@@ -36,7 +38,7 @@ def undeclared_unit(x: str, semantic: str, unit, field: str, declare: str):
 
     if unit is not None:
         return F.lit(None).cast("string")
-    integer = F.expr(f"to_json({x}) RLIKE '^-?[0-9]{{1,19}}$' AND ({semantic}) IS NULL")
+    integer = F.expr(f"to_json({x}) RLIKE '{_INTEGER}' AND ({semantic}) IS NULL")
     return F.when(integer, F.concat(F.lit(f"{field} "), F.expr(f"to_json({x})"), F.lit(
         f" is an integer with no unit: no schema names it; declare {declare} ({', '.join(TIME_UNITS)})")))
 
@@ -58,7 +60,7 @@ def with_wall_clock(df, x: str, semantic: str, unit, out: str):
     parts = df.withColumn("__x", F.expr(x)).withColumn("__u", F.expr(f"CASE {semantic} {cases} ELSE {default} END"))
     parts = parts.withColumn("__j", F.expr("to_json(__x)"))
     parts = parts.withColumn("__n", F.expr(
-        "CASE WHEN __j RLIKE '^-?[0-9]{1,19}$' THEN try_variant_get(__x, '$', 'bigint') END")).withColumn(
+        f"CASE WHEN __j RLIKE '{_INTEGER}' THEN try_variant_get(__x, '$', 'bigint') END")).withColumn(
         "__s", F.expr("CASE WHEN startswith(__j, '\"') THEN try_variant_get(__x, '$', 'string') END"))
     epoch = "timestamp_ntz'1970-01-01 00:00:00'"
     iso = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6}0{0,3})?"

@@ -190,7 +190,6 @@ def _stop_active_session() -> None:
     if _ACTIVE_HOME is not None:
         release_build_lock(_ACTIVE_HOME)
     _ACTIVE_HOME = None
-    _APPLIED.pop("embedded", None)
 
 
 def _start_embedded_session(home: str, params: Dict[str, str]):
