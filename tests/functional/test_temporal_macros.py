@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import shutil
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence
 
@@ -48,14 +49,22 @@ MODELS = [
 
 
 class Analyst:
-    """The analyst project run in-process against one LAKERANK_HOME."""
+    """The analyst project run in-process against one LAKERANK_HOME.
+
+    The project runs from a copy beside the home, its package installed there: nothing the
+    module does writes into the source tree, and nothing another worker does there reaches
+    this project's parse."""
 
     def __init__(self, lr: Lakerank):
         self.lr = lr
+        self.project = lr.home.parent / "analyst"
+        shutil.copytree(ANALYST, self.project, ignore=shutil.ignore_patterns("dbt_packages", "target", "logs"))
+        (self.project / "packages.yml").write_text(f"packages:\n  - local: {ROOT / 'lakerank_lib'}\n")
+        (self.project / "package-lock.yml").unlink(missing_ok=True)
         self.started = False
 
     def _cli(self, args: Sequence[str], with_target: bool = True) -> List[str]:
-        cli = [*args, "--project-dir", str(ANALYST), "--profiles-dir", str(ROOT / "profiles")]
+        cli = [*args, "--project-dir", str(self.project), "--profiles-dir", str(ROOT / "profiles")]
         cli += ["--log-path", str(self.lr.home / "analyst_logs")]
         if with_target:
             cli += ["--target-path", str(self.lr.home / "analyst_target")]
@@ -68,8 +77,17 @@ class Analyst:
             failed = [
                 f"{r.node.name}: {r.message}" for r in (result.result or []) if r.status in ("error", "fail")
             ]
-            raise AssertionError(f"dbt {args[0]} (analyst) failed: {failed or result.exception}")
+            raise AssertionError(f"dbt {args[0]} (analyst) failed: {failed or result.exception}\n{self._parse_log()}")
         return result
+
+    def _parse_log(self) -> str:
+        """What the failed invocation's parse saw: the installed packages and dbt's parse lines."""
+        packages = sorted(p.name for p in (self.project / "dbt_packages").glob("*"))
+        log = self.lr.home / "analyst_logs" / "dbt.log"
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        start = max((i for i, line in enumerate(lines) if "Running with dbt=" in line), default=0)
+        parse = [line for line in lines[start:] if "pars" in line.lower()]
+        return f"installed packages: {packages}; parse lines: {parse}"
 
     def start(self):
         """deps, then one query through dbt so that the adapter opens this home's session."""
