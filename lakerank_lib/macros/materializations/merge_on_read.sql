@@ -249,25 +249,26 @@
 
 
 {#- The rows of a merge-on-read table: `base` (a relation) with each key's newest row of
-    `changes` (a query over its audit log) on top. -#}
+    `changes` (a query over its audit log) on top: an after-image replaces the key's row, a
+    delete removes it. A change is the key's newest when no change of a later commit has its
+    key (a commit writes at most one after-image per key: its before image, if any, is not
+    an upsert). Both branches are anti-joins rather than a window over the changes, so a
+    reader's filter on any column (a rewrite's scope, not only the key) reaches the changes
+    and the base below the joins; a window by key would read every change first. -#}
 {% macro merge_on_read_select(base, changes, cols, primary_key) -%}
     with changes as (
       {{ changes }}
-    ),
-    newest as (
-      select *, row_number() over (
-        partition by {{ primary_key | join(', ') }}
-        order by _commit_id desc, case when rowkind in ('+I', '+U') then 0 else 1 end) as lakerank_pick
-      from changes
     )
     select {% for c in cols %}base.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
     from {{ base }} as base
     left anti join changes on
       {%- for k in primary_key %} base.{{ k }} = changes.{{ k }}{{ ' and' if not loop.last }}{% endfor %}
     union all
-    select {{ cols | join(', ') }}
-    from newest
-    where lakerank_pick = 1 and rowkind in ('+I', '+U')
+    select {% for c in cols %}newest.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
+    from changes as newest
+    left anti join changes as later on
+      {%- for k in primary_key %} newest.{{ k }} = later.{{ k }} and{% endfor %} later._commit_id > newest._commit_id
+    where newest.rowkind in ('+I', '+U')
 {%- endmacro %}
 
 
