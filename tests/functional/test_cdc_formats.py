@@ -769,3 +769,42 @@ def test_example_streams_quarantine_and_count_every_event(example_streams):
                           (len(native), len(native) - len(native_bad), 0, len(native_bad))], stream
     assert [len(out[s][2]) for s in STREAMS] == [0, 1, 2] and [out[s][5] for s in STREAMS] == [2, 2, 0]
     assert len(_mine(lr.table("stg_payments__quarantine"), out["payments"][1])) == 1  # project_id "x"
+
+
+# --------------------------------------------------------------------------------------------
+# A contracts stream that orders by arrival, through a real ingest (last: it adds a commit to
+# the contracts tables the tests above read)
+# --------------------------------------------------------------------------------------------
+
+def test_a_stream_without_change_times_is_ingested_in_arrival_order(landed):
+    """Flink's own debezium-json writer writes no change time: with the var
+    contracts_change_time: arrival, the ingest orders a file's messages by their lines and stamps
+    them with the batch's time; the same file is quarantined without the declaration."""
+    lr = landed[0]
+    pid, cid = 9_000_001, 9_000_000_001  # ids of this test alone
+    image = {"project_id": pid, "sign_time": "2024-03-05 08:00:00", "amount": "2.50"}
+    first, second = dict(image, contract_id=cid), dict(image, contract_id=cid + 1)
+    moved = dict(first, sign_time="2024-03-01 08:00:00")
+    messages = [{"before": None, "after": first, "op": "c"}, {"before": None, "after": second, "op": "c"},
+                {"before": None, "after": moved, "op": "u"},  # no before image: the state has it
+                {"before": {"contract_id": cid + 1}, "after": None, "op": "d"}]  # a key-only delete
+    vars = {"contracts_format": "debezium-json"}  # no table filter: these messages name no table
+    refused = os.path.basename(lr.land([json.dumps(m) for m in messages]))
+    lr.dbt("run", "--select", "stg_contract_changelog", vars=vars)
+    quarantined = lr.table("stg_contract_quarantine")
+    quarantined = quarantined[quarantined["_source_file"].str.endswith(refused)]
+    how = " (a source that writes none: declare the var contracts_change_time: arrival to order by arrival)"
+    assert len(quarantined) == 4 and quarantined["reason"].str.endswith(how).all(), list(quarantined["reason"])
+
+    arrived = os.path.basename(lr.land([json.dumps(m) for m in messages]))
+    lr.dbt("run", "--select", "stg_contract_changelog", vars={**vars, "contracts_change_time": "arrival"})
+    staged = lr.table("stg_contract_changelog").sort_values(["_commit_id", "_seq"])
+    mine = staged[staged["_source_file"].str.endswith(arrived)]
+    cols = ["rowkind", "contract_id", "sign_time", "_source_line"]
+    assert [(kind, int(c), str(t), int(n)) for kind, c, t, n in mine[cols].itertuples(index=False, name=None)] == [
+        ("+I", cid, "2024-03-05 08:00:00", 1), ("+I", cid + 1, "2024-03-05 08:00:00", 2),
+        ("-U", cid, "2024-03-05 08:00:00", 3), ("+U", cid, "2024-03-01 08:00:00", 3),
+        ("-D", cid + 1, "2024-03-05 08:00:00", 4)]
+    log = lr.table("stg_contract_ingest_log").sort_values("_commit_id").iloc[-1]
+    assert (int(log.events_landed), int(log.applied), int(log.quarantined)) == (4, 4, 0)
+    assert mine["op_ts"].nunique() == 1 and str(mine["op_ts"].iloc[0])[:19] == str(log["_committed_at"])[:19]
