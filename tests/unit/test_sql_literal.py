@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from dbt.adapters.lakerank.connections import sql_literal
+from dbt.adapters.lakerank.literals import sql_literal
 
 
 @pytest.mark.parametrize("value, literal", [

@@ -23,10 +23,11 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 from dbt.adapters.spark.session import Connection as SessionConnection
-from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
+from dbt.adapters.spark.session import Cursor
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.java_check import check_java
+from dbt.adapters.lakerank.literals import BindingWrapper
 from python_udfs.jvm import jvm_class
 
 logger = AdapterLogger("lakerank")
@@ -355,11 +356,11 @@ class LakerankConnectionManager(SparkConnectionManager):
                     apply_connect_conf(spark, params)
             lock_connect_builds(home)
             connection = super().open(connection)
-            connection.handle = _BindingWrapper(_SessionConnection(spark))
+            connection.handle = BindingWrapper(_SessionConnection(spark))
             return connection
         use_home(resolve_home(creds.lakerank_home), dict(creds.server_side_parameters))
         connection = super().open(connection)
-        connection.handle = _BindingWrapper(_SessionConnection())
+        connection.handle = BindingWrapper(_SessionConnection())
         return connection
 
 
@@ -381,42 +382,6 @@ class _SessionCursor(Cursor):
             self._df = (self._spark or current_thread_session()).sql(sql)
         except AnalysisException as exc:
             raise DbtRuntimeError(str(exc)) from exc
-
-
-class _BindingWrapper(SessionConnectionWrapper):
-    """dbt-spark's session wrapper with each binding (a seed's cells) rendered as the Spark SQL
-    literal it stands for: ``None`` is NULL (dbt-spark writes the string 'None', so an empty
-    cell became text and a not_null test passed on it), a string has its quotes and
-    backslashes escaped, a boolean is TRUE/FALSE and a decimal keeps its digits (dbt-spark
-    makes both a float)."""
-
-    @classmethod
-    def _fix_binding(cls, value):
-        return sql_literal(value)
-
-
-def sql_literal(value) -> str:
-    """``value`` (None, bool, int, float, Decimal, str, date or datetime) as a Spark SQL literal."""
-    import datetime as dt
-    import decimal
-    import math
-
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, decimal.Decimal):
-        return format(value, "f") if value.is_finite() else f"CAST('{value}' AS DOUBLE)"
-    if isinstance(value, float):
-        return repr(value) + "D" if math.isfinite(value) else f"CAST('{value}' AS DOUBLE)"
-    if isinstance(value, dt.datetime):
-        return f"TIMESTAMP '{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
-    if isinstance(value, dt.date):
-        return f"DATE '{value.isoformat()}'"
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{text}'"
 
 
 class _SessionConnection(SessionConnection):
