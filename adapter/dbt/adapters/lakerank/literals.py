@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import math
+
 from dbt.adapters.spark.session import SessionConnectionWrapper
 
 __all__ = ["BindingWrapper", "sql_literal"]
@@ -21,10 +25,6 @@ class BindingWrapper(SessionConnectionWrapper):
 
 def sql_literal(value) -> str:
     """``value`` (None, bool, int, float, Decimal, str, date or datetime) as a Spark SQL literal."""
-    import datetime as dt
-    import decimal
-    import math
-
     if value is None:
         return "NULL"
     if isinstance(value, bool):
