@@ -85,3 +85,27 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.xdist_group(item.nodeid if name in SPLIT_FILES else name))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+UNGROUPED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's hook, which appends "@<group>" to each nodeid
+def pytest_collection_finish(session):
+    """A worker of ``--dist loadgroup`` must see each test's group in its nodeid: the scheduler
+    groups by that suffix alone, and without it hands out single tests, so a file's module
+    fixtures (the Paimon vectors' whole run, for one) are set up on every worker. Such a run
+    fails every test at its setup, before any fixture runs."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    ungrouped = [item.nodeid for item in session.items if "@" not in item.nodeid]
+    if ungrouped:
+        session.config.stash[UNGROUPED] = (
+            f"--dist loadgroup cannot group tests with this pytest and pytest-xdist ({ungrouped[0]} "
+            f"has no '@<group>' suffix): install the versions pyproject.toml pins")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if UNGROUPED in item.config.stash:
+        pytest.fail(item.config.stash[UNGROUPED], pytrace=False)
