@@ -23,7 +23,6 @@ import textwrap
 
 import pytest
 from test_rank_regressions import scenario_batch
-from test_serve import _free_port
 
 import cdc
 from checks import assert_all_exact
@@ -36,7 +35,7 @@ from lakerank_project import ROOT
 def served_home(lakerank, monkeypatch):
     """`lakerank serve` on the test's home; the connect target selected."""
     home = str(lakerank.home)
-    args = ["serve", "--home", home, "--port", str(_free_port()), "--project-dir", str(ROOT)]
+    args = ["serve", "--home", home, "--port", "0", "--project-dir", str(ROOT)]
     assert serve.main([*args, "--background"]) == 0
     monkeypatch.setenv("LAKERANK_TARGET", "connect")
     state = serve.read_state(home)

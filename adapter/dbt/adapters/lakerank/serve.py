@@ -46,6 +46,11 @@ def state_path(home: str) -> str:
     return os.path.join(home, "serve.json")
 
 
+def ready_path(home: str) -> str:
+    """Where the server process says it is listening, once both of its services are."""
+    return os.path.join(home, "serve.ready.json")
+
+
 def read_state(home: str) -> Optional[Dict]:
     """The running server of ``home`` (None when there is none; a stale file is ignored)."""
     try:
@@ -57,6 +62,7 @@ def read_state(home: str) -> Optional[Dict]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (an exited child its parent has not reaped yet does not)."""
     if pid <= 0:
         return False
     try:
@@ -65,7 +71,11 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def profile_spark_conf(project_dir: str, target: str) -> Dict[str, str]:
@@ -110,7 +120,15 @@ def run_driver(home: str, host: str, port: int, driver_port: int, conf: Dict[str
     start_embedded_session(home, conf)
     spark = current_thread_session()
     jvm_class(spark, SERVICE_CLASS).start(spark._jsc.sc())
+    # The ports actually bound: Spark moves to a later port when the asked one is taken, and
+    # 0 asks the system for a free one.
+    port = getattr(jvm_class(spark, SERVICE_CLASS + "$"), "MODULE$").localPort()
     ops = serve_driver_ops(spark, home, host, driver_port)
+    driver_port = ops.server_address[1]
+    ready = ready_path(home)
+    with open(ready + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump({"pid": os.getpid(), "port": port, "driver_port": driver_port}, fh)
+    os.replace(ready + ".tmp", ready)
 
     def stop(_signum, _frame):
         ops.shutdown()
@@ -123,28 +141,26 @@ def run_driver(home: str, host: str, port: int, driver_port: int, conf: Dict[str
         signal.pause()
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def _wait_ready(proc: subprocess.Popen, host: str, ports: List[int], log: str) -> None:
+def _wait_ready(proc: subprocess.Popen, home: str, host: str, log: str) -> Dict[str, int]:
+    """The ports the server process bound, once it says both services listen (its ready
+    file) and Spark Connect answers there. A port picked before the server started could be
+    taken by then, by anything, and a probe of it would find that other listener."""
     deadline = time.time() + READY_TIMEOUT_S
-    waiting = list(ports)
     while time.time() < deadline:
         if proc.poll() is not None:
             raise ServeError(f"lakerank serve: the server exited with code {proc.returncode}; see {log}"
                              + _last_lines(log))
         try:
-            with socket.create_connection((host, waiting[0]), timeout=1):
-                waiting.pop(0)
-                if not waiting:
-                    return
-        except OSError:
-            time.sleep(0.5)
+            with open(ready_path(home), encoding="utf-8") as fh:
+                ready = json.load(fh)
+            if ready.get("pid") == proc.pid:
+                with socket.create_connection((host, ready["port"]), timeout=1):
+                    return ready
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.5)
     proc.terminate()
-    raise ServeError(f"lakerank serve: no answer on {host}:{ports} after {READY_TIMEOUT_S} s; see {log}")
+    raise ServeError(f"lakerank serve: not ready after {READY_TIMEOUT_S} s; see {log}")
 
 
 def _last_lines(log: str, n: int = 5) -> str:
@@ -171,18 +187,20 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
     except LakerankBusyError as exc:
         raise ServeError(str(exc)) from None
     conf = profile_spark_conf(project_dir, target)
-    driver_port = _free_port(host)
     log = os.path.join(home, "logs", "serve.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
     # A long-lived JVM with the machine to itself: full JIT tiers unless told otherwise.
     flags = os.environ.get("LAKERANK_JVM_FLAGS", JVM_FLAGS.replace("-XX:TieredStopAtLevel=1 ", ""))
     env = {**os.environ, "SPARK_LOCAL_IP": host, "LAKERANK_JVM_FLAGS": flags}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
+    if os.path.exists(ready_path(home)):
+        os.remove(ready_path(home))
     with open(log, "ab") as out:
-        proc = subprocess.Popen(server_command(home, host, port, driver_port, conf), stdout=out,
+        proc = subprocess.Popen(server_command(home, host, port, 0, conf), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                 env=env, cwd=project_dir)
-    _wait_ready(proc, host, [port, driver_port], log)
+    ready = _wait_ready(proc, home, host, log)
+    port, driver_port = ready["port"], ready["driver_port"]
     state = {"url": f"sc://{host}:{port}", "driver": f"http://{host}:{driver_port}", "host": host, "port": port,
              "pid": proc.pid, "home": home, "log": log, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     with open(state_path(home), "w", encoding="utf-8") as fh:
@@ -230,6 +248,8 @@ def _forget(home: str, pid: int) -> None:
     except (FileNotFoundError, ValueError):
         return
     os.remove(state_path(home))
+    if os.path.exists(ready_path(home)):
+        os.remove(ready_path(home))
 
 
 def stop(home: str) -> bool:
@@ -252,7 +272,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     serve.add_argument("--project-dir", default=os.getcwd(), help="the project whose profile to use")
     serve.add_argument("--target", default=os.environ.get("LAKERANK_TARGET", "local"))
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("LAKERANK_CONNECT_PORT", DEFAULT_PORT)))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("LAKERANK_CONNECT_PORT", DEFAULT_PORT)),
+                       help="Spark Connect's port (0: any free one; serve.json says which)")
     serve.add_argument("--background", action="store_true", help="return once the server accepts connections")
     serve.add_argument("--stop", action="store_true", help="stop the home's server")
     driver = sub.add_parser("_driver", help=argparse.SUPPRESS)  # the server process itself
