@@ -92,6 +92,8 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         assert_all_exact(lakerank, oracle, rank_function)
         if summarised:
             assert_build_summary(lakerank, counts, ranks_before, expected_ranks(oracle, rank_function))
+        if rank_function == "dense_rank" and i == 0:
+            assert_checks_wait_for_the_fact(result)
         created = {view: created_time(lakerank, view) for view in VIEW_MODELS}
         # View models are redefined in place (alter view), never dropped and recreated:
         # a reader between the two would find no view.
@@ -116,6 +118,16 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         plant_wrong_rank(lakerank, 6103 + CONTRACT_OFFSET)
         result = lakerank.dbt("test", "--select", "assert_fct_ranks_exact_per_slice", expect_success=False)
         assert [r.failures for r in result.result if r.node.resource_type == "test"] == [1]
+        # An unexpected rowkind in the ingest's changelog fails its row check.
+        spark = lakerank.spark()
+        cols = spark.table("lakerank.stg_contract_changelog").columns
+        swap = {"rowkind": "'+X' as rowkind", "_seq": "_seq + 1000000 as _seq"}
+        planted = [swap.get(c, c) for c in cols]
+        spark.sql(f"insert into lakerank.stg_contract_changelog select {', '.join(planted)} "
+                  "from lakerank.stg_contract_changelog limit 1")
+        result = lakerank.dbt("test", "--select", "stg_contract_changelog", expect_success=False)
+        failed = [(r.node.name, str(r.message)) for r in result.result if str(r.status) == "fail"]
+        assert len(failed) == 1 and failed[0][0].startswith("lakerank_lib_valid_rows_stg_contract_changelog"), failed
     if rank_function == "rank":
         add_a_column_to_the_fact_table(lakerank, oracle, settings, tmp_path)
     if rank_function == "row_number":
@@ -128,6 +140,23 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         assert "--full-refresh" in messages, messages
         lakerank.dbt("build", "--full-refresh", vars={"rank_function": other})
         assert_all_exact(lakerank, oracle, other)
+
+
+def assert_checks_wait_for_the_fact(result) -> None:
+    """The ingest's and the intermediate models' row checks run after the fact's commit (their
+    `after`), beside the marts' tests, not between the models they check and the next one."""
+    def started(r):
+        return min(t.started_at for t in r.timing if t.started_at is not None)
+
+    def completed(r):
+        return max(t.completed_at for t in r.timing if t.completed_at is not None)
+
+    done = {r.node.name: r for r in result.result.results}
+    fact_done = completed(done["fct_contract_rank"])
+    checks = [r for name, r in done.items() if name.startswith(
+        ("lakerank_lib_valid_rows_stg_", "lakerank_lib_valid_rows_int_"))]
+    assert len(checks) == 4, sorted(done)
+    assert all(started(r) >= fact_done for r in checks), [(r.node.name, started(r), fact_done) for r in checks]
 
 
 def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: pathlib.Path) -> None:
