@@ -101,14 +101,14 @@ def profile_spark_conf(project_dir: str, target: str) -> Dict[str, str]:
     return {str(k): str(v) for k, v in (outputs[target].get("server_side_parameters") or {}).items()}
 
 
-def server_command(home: str, host: str, port: int, driver_port: int, conf: Dict[str, str]) -> List[str]:
+def server_command(home: str, host: str, port: int, conf: Dict[str, str]) -> List[str]:
     """The server process: a Python driver (:func:`run_driver`) with Spark Connect in its JVM."""
     settings = {**conf, "spark.connect.grpc.binding.address": host, "spark.connect.grpc.binding.port": str(port)}
     return [sys.executable, "-m", "dbt.adapters.lakerank.serve", "_driver", "--home", home, "--host", host,
-            "--port", str(port), "--driver-port", str(driver_port), "--conf", json.dumps(settings)]
+            "--port", str(port), "--conf", json.dumps(settings)]
 
 
-def run_driver(home: str, host: str, port: int, driver_port: int, conf: Dict[str, str]) -> None:
+def run_driver(home: str, host: str, port: int, conf: Dict[str, str]) -> None:
     """The server's life: the home's embedded session (build lock, warehouse, metastore), Spark
     Connect started on its SparkContext, and the lakerank driver endpoint beside it
     (remote.py); until SIGTERM."""
@@ -120,10 +120,10 @@ def run_driver(home: str, host: str, port: int, driver_port: int, conf: Dict[str
     start_embedded_session(home, conf)
     spark = current_thread_session()
     jvm_class(spark, SERVICE_CLASS).start(spark._jsc.sc())
-    # The ports actually bound: Spark moves to a later port when the asked one is taken, and
-    # 0 asks the system for a free one.
+    # The ports actually bound: Spark moves to a later port when the asked one is taken (0
+    # asks the system for a free one), and the driver endpoint takes any free port.
     port = getattr(jvm_class(spark, SERVICE_CLASS + "$"), "MODULE$").localPort()
-    ops = serve_driver_ops(spark, home, host, driver_port)
+    ops = serve_driver_ops(spark, home, host, 0)
     driver_port = ops.server_address[1]
     ready = ready_path(home)
     with open(ready + ".tmp", "w", encoding="utf-8") as fh:
@@ -193,10 +193,9 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
     flags = os.environ.get("LAKERANK_JVM_FLAGS", JVM_FLAGS.replace("-XX:TieredStopAtLevel=1 ", ""))
     env = {**os.environ, "SPARK_LOCAL_IP": host, "LAKERANK_JVM_FLAGS": flags}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
-    if os.path.exists(ready_path(home)):
-        os.remove(ready_path(home))
+    _discard(ready_path(home))
     with open(log, "ab") as out:
-        proc = subprocess.Popen(server_command(home, host, port, 0, conf), stdout=out,
+        proc = subprocess.Popen(server_command(home, host, port, conf), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                 env=env, cwd=project_dir)
     ready = _wait_ready(proc, home, host, log)
@@ -248,16 +247,19 @@ def _forget(home: str, pid: int) -> None:
     except (FileNotFoundError, ValueError):
         return
     os.remove(state_path(home))
-    if os.path.exists(ready_path(home)):
-        os.remove(ready_path(home))
+    _discard(ready_path(home))
+
+
+def _discard(path: str) -> None:
+    if os.path.exists(path):
+        os.remove(path)
 
 
 def stop(home: str) -> bool:
     """Stop the home's server; False when none was running."""
     state = read_state(home)
     if state is None:
-        if os.path.exists(state_path(home)):
-            os.remove(state_path(home))
+        _discard(state_path(home))
         return False
     _stop_process(int(state["pid"]))
     _forget(home, int(state["pid"]))
@@ -280,11 +282,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     driver.add_argument("--home", required=True)
     driver.add_argument("--host", required=True)
     driver.add_argument("--port", type=int, required=True)
-    driver.add_argument("--driver-port", type=int, required=True)
     driver.add_argument("--conf", required=True)
     args = parser.parse_args(argv)
     if args.command == "_driver":
-        run_driver(args.home, args.host, args.port, args.driver_port, json.loads(args.conf))
+        run_driver(args.home, args.host, args.port, json.loads(args.conf))
         return 0
     home = os.path.abspath(args.home) if args.home else resolve_home()
     try:
