@@ -13,6 +13,17 @@
   commits.)
 -#}
 {% macro contract_rank_scope() -%}
+  {%- do ref('int_project_rank_accumulation') -%}  {#- read below, when anything is pending -#}
+  {%- if not lakerank.contract_window()['pending'] -%}
+  {#- nothing pending: no row, and no read of the accumulation's merge-on-read view, whose
+      analysis alone is most of an empty build's cost in a fresh JVM -#}
+  select
+      cast(null as bigint) as project_id,
+      cast(null as timestamp_ntz) as segment_start,
+      cast(null as timestamp_ntz) as touched_from,
+      cast(null as timestamp_ntz) as rewrite_from
+  where false
+  {%- else -%}
   with
 
   changes as (
@@ -81,6 +92,7 @@
       on
           bounds.project_id = project_segments.project_id
           and bounds.rewrite_from <= project_segments.segment_start
+  {%- endif -%}
 {%- endmacro %}
 
 

@@ -135,6 +135,18 @@ def assert_all_exact(lr, oracle, rank_function: str) -> None:
     assert_counts(lr, oracle)
 
 
+def assert_read_layer_current(lr, published=("fct_contract_rank", "dim_project_rank_version",
+                                               "fct_contract_rank_changelog")) -> None:
+    """After a build that passed, every reader view (schema `lakerank_read`) returns its mart's
+    rows exactly."""
+    spark = lr.spark()
+    for name in published:
+        cols = ", ".join(spark.table(f"lakerank.{name}").columns)
+        for a, b in ((f"lakerank_read.{name}", f"lakerank.{name}"), (f"lakerank.{name}", f"lakerank_read.{name}")):
+            extra = spark.sql(f"select {cols} from {a} except all select {cols} from {b}").count()
+            assert extra == 0, f"{extra} rows of {a} are not in {b}"
+
+
 def _changed_keys(before: pd.DataFrame, after: pd.DataFrame, cols) -> tuple[set, set, set]:
     """Keys (contract_id) new in ``after``, gone from ``before``, and on both sides with a
     different row (``cols``, amounts to the cent)."""

@@ -1,8 +1,10 @@
 {#- Steps every lakerank materialization takes around a commit. -#}
 
-{#- A run with nothing pending writes nothing; the model's data tests read no rows. -#}
-{% macro commit_nothing(relation) -%}
-  {% do lakerank_lib.remember_written(relation, 'false') %}
+{#- A run with nothing pending writes nothing; the model's data tests read no rows: `rows`, a
+    query with no row over a plain table with the relation's columns (cheaper to analyse than
+    the relation when it is a view), else the relation under `false`. -#}
+{% macro commit_nothing(relation, rows=none) -%}
+  {% do lakerank_lib.remember_written(relation, 'false', rows) %}
   {% call statement('main') -%}
     select 'no pending commits' as status
   {%- endcall %}

@@ -62,7 +62,7 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- if existing is not none and not window['pending'] and not full_refresh -%}
-    {% do lakerank_lib.commit_nothing(view_relation) %}
+    {% do lakerank_lib.commit_nothing(view_relation, rows='select * from ' ~ parts['audit'] ~ ' where false') %}
   {%- else -%}
     {%- set commit_id = window['to'] -%}
     {%- if existing is none or full_refresh -%}

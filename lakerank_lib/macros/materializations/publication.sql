@@ -68,13 +68,19 @@
   {%- endfor -%}
   {%- set location = lakerank_lib.stage_dir(root, 'p', commit_id) -%}
   {%- set before = adapter.lakerank_partition_locations(this) -%}
-  {%- if before -%}  {#- views valid for the published commit and for this one -#}
+  {%- set published_now = ('commit_id=' ~ commit_id) in before -%}
+  {#- A commit already published (a build with nothing new) keeps its reader views: they were
+      defined before its partition was added, unless one is missing (a kill between the first
+      publication and its views) or a base moved under it (a --full-refresh). -#}
+  {%- set views_due = not published_now
+        or lakerank_lib.publication_views_stale(sources) -%}
+  {%- if before and views_due -%}  {#- views valid for the published commit and for this one -#}
     {%- for source in sources -%}
       {% do lakerank_lib.publication_view(source) %}
     {%- endfor -%}
     {% do lakerank_lib.fault_point('viewed') %}
   {%- endif -%}
-  {%- if ('commit_id=' ~ commit_id) not in before -%}
+  {%- if not published_now -%}
     {% do adapter.lakerank_commit_begin(this, commit_id - 1, [], root) %}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
@@ -110,6 +116,17 @@
 {% endmaterialization %}
 
 
+{#- Whether a reader view is missing or reads a base other than its relation's current one. -#}
+{% macro publication_views_stale(sources) -%}
+  {%- for source in sources -%}
+    {%- if load_cached_relation(source['reader']) is none -%}{{ return(true) }}{%- endif -%}
+    {%- if source.get('base') and (source['published_base'].get('location') != source['base']['location']
+          or source['published_base'].get('commit') | int != source['base']['commit']) -%}{{ return(true) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
+{%- endmacro %}
+
+
 {#- Declare the relations a publication model publishes (in its SQL). -#}
 {% macro declare_publication(relations) -%}
   {%- do adapter.lakerank_memo_set('publish:' ~ invocation_id ~ ':' ~ this, relations) -%}
@@ -134,6 +151,7 @@
       {%- set base = {'location': info[relation.identifier ~ '__base']['location'],
                       'commit': props['lakerank.base_commit'] | int} -%}
       {%- set before = published_bases.get(relation.identifier, {}) -%}
+      {%- do source.update({'published_base': before}) -%}
       {%- if adapter.lakerank_path_bytes([before.get('location', base['location'])]) == 0 -%}
         {%- set before = {} -%}  {#- gone with a --full-refresh: only the new base is left -#}
       {%- endif -%}
