@@ -29,10 +29,12 @@
 {%- endmacro %}
 
 
-{#- Rank positions used by each scoped project in (`positions`) and before (`base_positions`)
-    each of its segments, from the accumulation's per-segment index (a running sum over
-    earlier segments). Reads a `scope` CTE with `project_id`. -#}
-{% macro segment_bases() -%}
+{#- The accumulation's per-segment index of the projects in a `scope` CTE (with `project_id`):
+    the rank positions each project uses in (`positions`) and before (`base_positions`) each
+    of its segments, a running sum over earlier segments. Read by the scope table, which
+    carries it for the slices a build rewrites, and by the per-slice data test, which checks
+    the marts against it. -#}
+{% macro segment_index() -%}
   select
     project_id,
     segment_start,
@@ -46,6 +48,15 @@
     lateral view explode(a.segments) e as s
     where a.project_id in (select project_id from scope)
   )
+{%- endmacro %}
+
+
+{#- The index entries of the slices a rank rewrite recomputes, from the scope table (which
+    read them from the accumulation once for the build): the zipper and the fact join this
+    small table instead of each reading the accumulation's merge-on-read view. -#}
+{% macro segment_bases() -%}
+  select project_id, segment_start, positions, base_positions
+  from {{ lakerank.rank_scope_relation() }}
 {%- endmacro %}
 
 

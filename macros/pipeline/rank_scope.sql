@@ -21,7 +21,9 @@
       cast(null as bigint) as project_id,
       cast(null as timestamp_ntz) as segment_start,
       cast(null as timestamp_ntz) as touched_from,
-      cast(null as timestamp_ntz) as rewrite_from
+      cast(null as timestamp_ntz) as rewrite_from,
+      cast(null as bigint) as positions,
+      cast(null as bigint) as base_positions
   where false
   {%- else -%}
   with
@@ -46,22 +48,38 @@
   listed_segments as (
       select
           accumulation.project_id,
-          entry.segment_start
+          entry.segment_start,
+          entry.positions
       from accumulation
           lateral view explode(accumulation.segments) exploded as entry
       union all
       select
           project_id,
-          segment_start
+          segment_start,
+          cast(null as bigint) as positions
       from changes
   ),
 
-  project_segments as (
-      select distinct
+  segment_positions as (
+      select
           listed_segments.project_id,
-          listed_segments.segment_start
+          listed_segments.segment_start,
+          coalesce(max(listed_segments.positions), 0) as positions
       from listed_segments
       left semi join touched on listed_segments.project_id = touched.project_id
+      group by listed_segments.project_id, listed_segments.segment_start
+  ),
+
+  project_segments as (
+      select
+          project_id,
+          segment_start,
+          positions,
+          coalesce(sum(positions) over (
+              partition by project_id order by segment_start
+              rows between unbounded preceding and 1 preceding
+          ), 0) as base_positions
+      from segment_positions
   ),
 
   bounds as (
@@ -86,7 +104,9 @@
       bounds.project_id,
       project_segments.segment_start,
       bounds.touched_from,
-      bounds.rewrite_from
+      bounds.rewrite_from,
+      cast(project_segments.positions as bigint) as positions,
+      cast(project_segments.base_positions as bigint) as base_positions
   from bounds
   inner join project_segments
       on

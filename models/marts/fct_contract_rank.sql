@@ -3,7 +3,8 @@
     `base_max_rn` is the value of the zipper in force just before the contract's segment
     start (the seed's lookup join `FOR SYSTEM_TIME AS OF`): the rank positions used by the
     project's earlier segments, read here from the same per-segment index the zipper is
-    built from (`lakerank.segment_bases()`, an equi-join on (project, segment)), so this
+    built from, as the scope table carries it (`lakerank.segment_bases()`, an equi-join on
+    (project, segment)), so this
     model does not wait for the zipper and the two are built side by side; the per-slice
     data test checks that they agree. Only touched projects' rows from their earliest
     touched segment on are recomputed; every changed row goes to the audit log that

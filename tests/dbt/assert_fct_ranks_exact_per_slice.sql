@@ -40,7 +40,7 @@ fct as (
 ),
 
 index_entries as (
-    {{ lakerank.segment_bases() }}
+    {{ lakerank.segment_index() }}
 ),
 
 scoped_index as (
