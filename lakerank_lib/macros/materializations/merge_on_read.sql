@@ -86,7 +86,7 @@
           the audit log: this commit is every changed key's newest change, so its after-images
           are exactly the view's rows of those keys, without reading the base -#}
       {% do lakerank_lib.remember_written(view_relation,
-          rows=lakerank_lib.merge_on_read_committed_rows(parts, commit_id)) %}
+          rows=lakerank_lib.merge_on_read_committed_rows(parts, commit_id), commit_id=commit_id) %}
     {%- endif -%}
   {%- endif -%}
 
