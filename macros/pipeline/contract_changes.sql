@@ -29,19 +29,25 @@
 {%- endmacro %}
 
 
+{#- The rank positions a project's segments before this one use: the running sum of
+    `positions` over the project's earlier segments (rows with `project_id`, `segment_start`). -#}
+{% macro positions_before(positions='positions') -%}
+  coalesce(sum({{ positions }}) over (
+      partition by project_id order by segment_start
+      rows between unbounded preceding and 1 preceding), 0)
+{%- endmacro %}
+
+
 {#- The accumulation's per-segment index of the projects in a `scope` CTE (with `project_id`):
     the rank positions each project uses in (`positions`) and before (`base_positions`) each
-    of its segments, a running sum over earlier segments. Read by the scope table, which
-    carries it for the slices a build rewrites, and by the per-slice data test, which checks
-    the marts against it. -#}
+    of its segments. The per-slice data test checks the marts against it; the scope table
+    computes the same entries with the window's emptied segments added. -#}
 {% macro segment_index() -%}
   select
     project_id,
     segment_start,
     positions,
-    coalesce(sum(positions) over (
-      partition by project_id order by segment_start
-      rows between unbounded preceding and 1 preceding), 0) as base_positions
+    {{ lakerank.positions_before() }} as base_positions
   from (
     select a.project_id, s.segment_start, s.positions
     from {{ ref('int_project_rank_accumulation') }} as a

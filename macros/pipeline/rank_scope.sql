@@ -75,10 +75,7 @@
           project_id,
           segment_start,
           positions,
-          coalesce(sum(positions) over (
-              partition by project_id order by segment_start
-              rows between unbounded preceding and 1 preceding
-          ), 0) as base_positions
+          {{ lakerank.positions_before() }} as base_positions
       from segment_positions
   ),
 
