@@ -107,10 +107,8 @@ def main(home: str) -> None:
     for name in ("probe_segment_base", "probe_fct_core"):
         spark.sql(f"drop table if exists lakerank.{name}")
     spark.sql("""create table lakerank.probe_segment_base using parquet as
-                 select project_id, entry.segment_start,
-                        coalesce(sum(entry.positions) over (partition by project_id order by entry.segment_start
-                                 rows between unbounded preceding and 1 preceding), 0) as base_positions
-                 from lakerank.int_project_rank_accumulation lateral view explode(segments) exploded as entry
+                 select project_id, segment_start, max(base_max_rn) as base_positions
+                 from lakerank.fct_contract_rank group by project_id, segment_start
                  order by project_id, segment_start""")
     spark.sql("""create table lakerank.probe_fct_core using parquet as
                  select project_id, contract_id, sign_time, amount, mem_rn, segment_start

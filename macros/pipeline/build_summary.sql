@@ -39,6 +39,7 @@
   {%- set times = lakerank_lib.run_stage_times(results) -%}
   {%- set failed = times.status.get('model:error', 0) + times.status.get('test:fail', 0) + times.status.get('test:error', 0) -%}
   {%- set status = 'error' if failed else 'success' -%}
+  {#- total_seconds is typed, not a bare literal: the table takes its column types from its first row -#}
   {%- set row = {
         'invocation_id': "'" ~ invocation_id ~ "'",
         'command': "'" ~ flags.WHICH ~ "'",
@@ -51,7 +52,7 @@
         'ranks_deleted': counts.ranks_deleted, 'projects_touched': counts.projects_touched,
         'nodes': "'" ~ tojson(times.status) ~ "'",
         'stage_seconds': "'" ~ tojson(times.seconds) ~ "'",
-        'total_seconds': '%.3f' | format(times.total),
+        'total_seconds': 'cast(' ~ '%.3f' | format(times.total) ~ ' as decimal(12, 3))',
   } -%}
   {% do lakerank_lib.append_summary_row(summary, row, info[summary.identifier]['exists']) %}
   {%- set lines = [
@@ -63,7 +64,7 @@
         '  ranks   +I ' ~ counts.ranks_inserted ~ '  +U ' ~ counts.ranks_updated ~ '  -D ' ~ counts.ranks_deleted
           ~ '  projects touched ' ~ counts.projects_touched,
         '  nodes   ' ~ lakerank.summary_pairs(times.status, '%d'),
-        '  seconds ' ~ lakerank.summary_pairs(times.seconds, '%.1f') ~ '  (total ' ~ row.total_seconds ~ ')',
+        '  seconds ' ~ lakerank.summary_pairs(times.seconds, '%.1f') ~ '  (total ' ~ '%.3f' | format(times.total) ~ ')',
   ] -%}
   {{ log(lines | join('\n'), info=true) }}
   {{ return('') }}

@@ -26,22 +26,20 @@ from crash import DBT, dbt_subprocess
 from lakerank_project import ROOT, Lakerank
 
 RANK_FUNCTION = "dense_rank"
-MERGE_ON_READ = ("int_contract_segment_rank", "int_project_rank_accumulation", "dim_project_rank_version",
-                 "fct_contract_rank")
+MERGE_ON_READ = ("int_project_rank_accumulation", "dim_project_rank_version", "fct_contract_rank")
 # Batch 1: every step of an incremental commit, in the order a one-thread build reaches them (the
-# segment ranks read the ingest, not the accumulation); batch 2 compacts every commit
+# rank rewrite, then the three rank tables it feeds); batch 2 compacts every commit
 # (compact_commits 1): the compaction's steps. Then, in each batch, kills at random moments.
 # (pk_table's own steps are killed in test_pk_table_crash.py.)
 STEP_KILLS = [
     [("stg_contract_changelog", "ingested"),
-     *[(m, s) for m in MERGE_ON_READ[:2] for s in ("written", "committed")],
-     ("int_contract_rank_scope", "recording"),
-     *[(m, s) for m in MERGE_ON_READ[2:] for s in ("written", "committed")],
+     ("int_contract_rank_rewrite", "recording"),
+     *[(m, s) for m in MERGE_ON_READ for s in ("written", "committed")],
      ("published_commit", "viewed"), ("published_commit", "published")],
     [*[(m, s) for m in MERGE_ON_READ for s in ("compacted", "viewed")]],
 ]
 # (Not the publication, the last and shortest model: a delay after its start often outlasts it.)
-RANDOM_MODELS = ["stg_contract_changelog", "int_contract_rank_scope", *MERGE_ON_READ]
+RANDOM_MODELS = ["stg_contract_changelog", "int_contract_rank_rewrite", *MERGE_ON_READ]
 RANDOM_KILLS = 2  # per batch, more if one finishes first
 # With the five pk_table kills of test_pk_table_crash.py, 30 kills per CI run (issue F.4),
 # within the CI's 20 minutes (docs/design.md, "Crash soak").

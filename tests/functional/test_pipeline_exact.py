@@ -70,22 +70,19 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         counts = oracle.consume(os.path.basename(path), lines)
         settings = {"rank_function": rank_function, "compact_commits": 2 if rank_function == "rank" else 10}
         if rank_function == "row_number" and i == 1:
-            # The fact table is left behind (as by a failed build): the next build's scope
-            # table covers batch 2 only, so the fact table expands the scope for batches 1-2.
+            # The fact table is left behind (as by a failed build): the next build's rank
+            # rewrite starts from the oldest rank table's commit, so it covers batches 1-2.
             lakerank.dbt("run", "--exclude", "fct_contract_rank+", vars=settings)
             continue
         if rank_function == "rank" and i == 2:
-            # A full disk (injected, issue F.5) in a merge-on-read commit's audit write, then
-            # in a compaction's base write: the model fails with the disk's message, readers
-            # see the last commit, and the build below repairs it (exact, nothing left behind).
-            before = lakerank.table("fct_contract_rank").sort_values("contract_id", ignore_index=True)
-            for model, fault in [("int_contract_segment_rank", "write:/_v/c"), ("fct_contract_rank", "write:/_v/b")]:
-                result = lakerank.dbt("run", vars={**settings, "lakerank_fault": {model: fault}}, expect_success=False)
-                failed = {r.node.name: str(r.message) for r in result.result if str(r.status) == "error"}
-                assert list(failed) == [model] and "No space left" in failed[model], failed
-                if model == "int_contract_segment_rank":  # its downstream did not run
-                    after = lakerank.table("fct_contract_rank").sort_values("contract_id", ignore_index=True)
-                    assert after.equals(before)
+            # A full disk (injected, issue F.5) in the zipper's audit write and in the fact's
+            # compaction base write: both models fail with the disk's message, and the build
+            # below repairs them (exact, nothing left behind). The zipper is left a commit
+            # behind the fact and the accumulation: the build's rank rewrite starts from it.
+            faults = {"dim_project_rank_version": "write:/_v/c", "fct_contract_rank": "write:/_v/b"}
+            result = lakerank.dbt("run", vars={**settings, "lakerank_fault": faults}, expect_success=False)
+            failed = {r.node.name: str(r.message) for r in result.result if str(r.status) == "error"}
+            assert sorted(failed) == sorted(faults) and all("No space left" in m for m in failed.values()), failed
         # A build with its data tests: correct data never fails them (issue F.2).
         # `rank` compacts the merge-on-read tables every 2 commits, the others never here.
         result = lakerank.dbt("build", vars=settings)
@@ -107,12 +104,11 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         if rank_function == "row_number":
             compiled = {r.node.name: r.node.compiled_code for r in result.result.results
                         if r.node.name in ("dim_project_rank_version", "fct_contract_rank")}
-            reads_scope_table = {name: "int_contract_rank_scope" in sql for name, sql in compiled.items()}
-            assert reads_scope_table == {"dim_project_rank_version": True, "fct_contract_rank": i != 2}
+            assert all("int_contract_rank_rewrite" in sql for sql in compiled.values()), sorted(compiled)
     assert_no_leftovers(lakerank.spark())
     # Both merge-on-read paths ran: `rank` folded its changes into a new base (commit 2 of
     # 0..3) and then committed over it; the others kept the first build's base throughout.
-    for table in ("int_contract_segment_rank", "dim_project_rank_version", "fct_contract_rank"):
+    for table in ("int_project_rank_accumulation", "dim_project_rank_version", "fct_contract_rank"):
         props = {r[0]: r[1] for r in lakerank.spark().sql(f"show tblproperties lakerank.{table}").collect()}
         want_base = "2" if rank_function == "rank" else "0"
         assert (props["lakerank.base_commit"], props["lakerank.commit_id"]) == (want_base, "3"), (table, props)
@@ -166,7 +162,7 @@ def assert_checks_wait_for_the_fact(result) -> None:
     fact_done = completed(done["fct_contract_rank"])
     checks = [r for name, r in done.items() if name.startswith(
         ("lakerank_lib_valid_rows_stg_", "lakerank_lib_valid_rows_int_"))]
-    assert len(checks) == 4, sorted(done)
+    assert len(checks) == 3, sorted(done)
     assert all(started(r) >= fact_done for r in checks), [(r.node.name, started(r), fact_done) for r in checks]
 
 
@@ -186,10 +182,9 @@ def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: p
         n for n in names if n == "__pycache__" or (pathlib.Path(folder) == ROOT and n in skipped)])
     model = project / "models" / "marts" / "fct_contract_rank.sql"
     sql = model.read_text()
-    last = "        slices.mem_rn + segment_bases.base_positions as asc_rn\n"
+    last = "    asc_rn\nfrom "
     assert last in sql
-    added = "        slices.mem_rn + segment_bases.base_positions = 1 as first_in_project\n"
-    model.write_text(sql.replace(last, last.replace(" as asc_rn\n", " as asc_rn,\n") + added))
+    model.write_text(sql.replace(last, "    asc_rn,\n    asc_rn = 1 as first_in_project\nfrom "))
 
     # the check runs in a run that commits (a run with nothing pending writes nothing): a batch
     batch = [shifted(x, 500_000, 30_000_000) for x in cdc.generate_batches(

@@ -87,7 +87,7 @@ def test_thrift_target_runs_sql_models_and_refuses_the_rest_clearly(runner, tmp_
     # The pipeline's Python ingest and its incremental models stop with the reason, not a trace.
     os.environ["LAKERANK_HOME"] = str(tmp_path / "unused_home")
     expected = {"stg_contract_changelog": "cannot run on a target with method 'thrift'",
-                "int_contract_segment_rank": "merge_on_read needs a Spark driver lakerank controls",
+                "int_project_rank_accumulation": "merge_on_read needs a Spark driver lakerank controls",
                 "dim_project": "pk_table needs a Spark driver lakerank controls"}  # an example pk_table
     for model, message in expected.items():
         res = runner.invoke(["run", "--project-dir", str(ROOT), "--profiles-dir", str(ROOT / "profiles"),

@@ -1,0 +1,307 @@
+{#-
+  The rank rewrite: seed 000's stages 2-6 in one set-based pass over a build's contract
+  changes, for the rank tables it maintains: `fct_contract_rank` (the fact),
+  `dim_project_rank_version` (the zipper) and `int_project_rank_accumulation`.
+
+  Per project with changes, `touched_from` is its earliest segment any change touches
+  (before or after image). Everything before it is unchanged; from it on ("the tail") the
+  project is re-ranked:
+    - stage 2, segment ranking: `mem_rn`, the rank inside each (project, segment) slice;
+    - stage 3, accumulation: `base`, the rank positions the project uses before
+      `touched_from` - the `base_max_rn` of the old fact's first tail row, else (an empty
+      old tail) the value of the zipper version in force at `touched_from`, else 0;
+    - stage 6, lookup: `asc_rn = base + the rank over the tail`, `base_max_rn = asc_rn - mem_rn`
+      (the positions the project's earlier segments use);
+    - stage 5, zipper: one version per distinct sign time of the tail, plus the version in
+      force at `touched_from`, whose end moves to the tail's first sign time;
+    - the accumulation's row: positions used and latest sign time.
+  The rows it returns (`part` 'fct', 'dim', 'acc') are the complete new contents of each
+  table under that table's rewrite predicate (`rank_rewrite_predicate`), and `part`
+  'scope' gives each touched project's `touched_from`.
+
+  Its window is (the oldest watermark of the three tables, the ingest's head]: the old
+  state it reads is each table's current rows, and a table ahead of the others (a build
+  killed between two commits) holds changes the window applies again, which leaves a
+  contract where it is. So the new rows are right for every table, whatever commit each
+  is at, and each table diffs them against its own rows.
+-#}
+{% macro rank_rewrite() -%}
+  {%- set window = lakerank.rank_rewrite_window() -%}
+  {%- if not window['pending'] -%}
+  {#- nothing pending: no row, and no read of a merge-on-read view, whose analysis alone is
+      most of an empty build's cost in a fresh JVM -#}
+  {{ lakerank.rank_rewrite_row(none) }}
+  where false
+  {%- else -%}
+  {%- set state = lakerank.rank_state() -%}
+  {%- set open_end = lakerank_lib.open_version_end() -%}
+  with
+  changes as (
+      {{ lakerank.contract_changes(window) }}
+  ),
+  touched as (
+      select
+          project_id,
+          min(segment_start) as touched_from
+      from changes
+      group by project_id
+  ),
+  latest as (
+      select *
+      from (
+          select
+              *,
+              row_number() over (partition by contract_id order by _commit_id desc, _seq desc) as change_order
+          from changes
+      ) as ordered_changes
+      where change_order = 1
+  ),
+  old_tail as (
+      select t.*
+      from {{ state['fct'] }} as t
+      where {{ lakerank.rank_rewrite_predicate('fct', 'touched') }}
+  ),
+  head_version as (
+      select t.*
+      from {{ state['dim'] }} as t
+      inner join touched on t.project_id = touched.project_id
+      where
+          {{ lakerank.rank_rewrite_predicate('dim', 'touched') }}
+          and t.ver_start < touched.touched_from
+  ),
+  new_tail as (
+      select old_tail.project_id, old_tail.contract_id, old_tail.sign_time, old_tail.amount, old_tail.segment_start
+      from old_tail
+      left anti join changes on old_tail.contract_id = changes.contract_id
+      union all
+      select project_id, contract_id, sign_time, amount, segment_start
+      from latest
+      where rowkind in ('+I', '+U')
+  ),
+  bases as (
+      select
+          touched.project_id,
+          coalesce(tail_base.base, head_version.base_max_rn, 0) as base
+      from touched
+      left join (
+          select project_id, min(base_max_rn) as base from old_tail group by project_id
+      ) as tail_base on touched.project_id = tail_base.project_id
+      left join head_version on touched.project_id = head_version.project_id
+  ),
+  ranked as (
+      select
+          new_tail.project_id,
+          new_tail.contract_id,
+          new_tail.sign_time,
+          new_tail.amount,
+          new_tail.segment_start,
+          cast({{ lakerank.rank_over('new_tail.project_id, new_tail.segment_start') }} as bigint) as mem_rn,
+          bases.base + {{ lakerank.rank_over('new_tail.project_id') }} as asc_rn,
+          bases.base + {{ lakerank.positions_through(lakerank.rank_over('new_tail.project_id'), 'new_tail.project_id') }}
+              as positions_through
+      from new_tail
+      inner join bases on new_tail.project_id = bases.project_id
+  ),
+  points as (
+      select project_id, sign_time as ver_start, max(positions_through) as base_max_rn, max(segment_start) as segment_start
+      from ranked
+      group by project_id, sign_time
+      union all
+      select project_id, ver_start, base_max_rn, segment_start
+      from head_version
+  ),
+  versions as (
+      {{ lakerank_lib.zipper(
+          'points', ['project_id'], 'ver_start', ['base_max_rn', 'segment_start'],
+          change_order=[], rowkind=none, open_end=open_end) }}
+  ),
+  accumulated as (
+      select
+          bases.project_id,
+          coalesce(tail.positions, bases.base) as max_rn,
+          coalesce(tail.max_sign_time, head_version.ver_start) as max_event_time
+      from bases
+      left join (
+          select project_id, max(positions_through) as positions, max(sign_time) as max_sign_time
+          from ranked
+          group by project_id
+      ) as tail on bases.project_id = tail.project_id
+      left join head_version on bases.project_id = head_version.project_id
+  )
+  {{ lakerank.rank_rewrite_row('scope') }}
+  from touched
+  union all
+  {{ lakerank.rank_rewrite_row('fct') }}
+  from ranked
+  union all
+  {{ lakerank.rank_rewrite_row('dim') }}
+  from versions
+  union all
+  {{ lakerank.rank_rewrite_row('acc') }}
+  from accumulated
+  where max_rn > 0
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- One part of the rewrite's rows: `part`'s own columns, the others NULL (all typed). -#}
+{% macro rank_rewrite_row(part) -%}
+  {%- set own = {
+      'scope': ['project_id', 'touched_from'],
+      'fct': ['project_id', 'contract_id', 'sign_time', 'amount', 'segment_start', 'mem_rn', 'asc_rn'],
+      'dim': ['project_id', 'ver_start', 'ver_end', 'base_max_rn', 'segment_start'],
+      'acc': ['project_id', 'max_rn', 'max_event_time'],
+  }.get(part, []) -%}
+  {%- set types = {
+      'project_id': 'bigint', 'touched_from': 'timestamp_ntz', 'contract_id': 'bigint',
+      'sign_time': 'timestamp_ntz', 'amount': 'decimal(18,2)', 'segment_start': 'timestamp_ntz',
+      'mem_rn': 'bigint', 'base_max_rn': 'bigint', 'asc_rn': 'bigint', 'ver_start': 'timestamp_ntz',
+      'ver_end': 'timestamp_ntz', 'max_rn': 'bigint', 'max_event_time': 'timestamp_ntz',
+  } -%}
+  select
+      cast({{ "'" ~ part ~ "'" if part else 'null' }} as string) as part
+  {%- for name, type in types.items() %},
+      {% if part == 'fct' and name == 'base_max_rn' -%}
+      cast(asc_rn - mem_rn as {{ type }})
+      {%- elif name in own -%}
+      cast({{ name }} as {{ type }})
+      {%- else -%}
+      cast(null as {{ type }})
+      {%- endif %} as {{ name }}
+  {%- endfor %}
+{%- endmacro %}
+
+
+{#- The rows of a rank table (`part`: fct, dim, acc; alias `t`) the rewrite recomputes: the
+    touched projects' rows from `touched_from` on (the zipper: the versions that end at or
+    after it). `scope`: a relation or CTE with `project_id`, `touched_from`. -#}
+{% macro rank_rewrite_predicate(part, scope=none) -%}
+  {%- set scope = scope or '(select project_id, touched_from from ' ~ lakerank.rank_rewrite_relation()
+                           ~ " where part = 'scope')" -%}
+  {%- if part == 'acc' -%}
+    t.project_id in (select project_id from {{ scope }})
+  {%- else -%}
+    t.project_id in (select project_id from {{ scope }})
+    and exists (
+        select 1 from {{ scope }} as s
+        where s.project_id = t.project_id
+        and {{ 't.segment_start' if part == 'fct' else 'coalesce(t.ver_end, ' ~ lakerank_lib.open_version_end() ~ ')' }}
+            >= s.touched_from)
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- The rewrite's commit window: (the oldest watermark of the three rank tables, the
+    ingest's head]; from -1 on --full-refresh or when one of them does not exist yet. Taken
+    once per invocation, before any of them commits (the rewrite runs first), so every
+    expansion of `rank_rewrite()` in the invocation reads the same changes. -#}
+{% macro rank_rewrite_window() -%}
+  {%- set key = 'rank-rewrite-window:' ~ invocation_id -%}
+  {%- set cached = adapter.lakerank_memo_get(key) -%}
+  {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
+  {%- set source = ref('stg_contract_changelog') -%}
+  {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false}) }}{%- endif -%}
+  {%- set head = lakerank_lib.watermark(source) -%}
+  {%- set info = adapter.lakerank_tables_info(lakerank.rank_tables().values() | list) -%}  {#- one metastore call -#}
+  {%- set marks = [] -%}
+  {%- for name, entry in info.items() -%}
+    {%- do marks.append(entry['properties'].get(lakerank_lib.commit_property(), '-1') | int if entry['exists'] else -1) -%}
+  {%- endfor -%}
+  {%- set from = -1 if should_full_refresh() else marks | min -%}
+  {%- set window = {'from': from, 'to': head, 'pending': head > from} -%}
+  {%- do adapter.lakerank_memo_set(key, window) -%}
+  {{ return(window) }}
+{%- endmacro %}
+
+
+{#- The three rank tables, by role, in the target schema (read here by name, not `ref`: they
+    are downstream of the rewrite, whose input is their state before this build). -#}
+{% macro rank_tables() -%}
+  {{ return({
+      'fct': api.Relation.create(schema=this.schema, identifier='fct_contract_rank', type='view'),
+      'dim': api.Relation.create(schema=this.schema, identifier='dim_project_rank_version', type='view'),
+      'acc': api.Relation.create(schema=this.schema, identifier='int_project_rank_accumulation', type='view'),
+  }) }}
+{%- endmacro %}
+
+
+{#- Each rank table's current rows, or an empty relation of its columns when the rewrite
+    starts from nothing (--full-refresh, or the table is missing). -#}
+{% macro rank_state() -%}
+  {%- set empty = {
+      'fct': 'project_id bigint, contract_id bigint, sign_time timestamp_ntz, amount decimal(18,2), segment_start timestamp_ntz, base_max_rn bigint',
+      'dim': 'project_id bigint, ver_start timestamp_ntz, ver_end timestamp_ntz, base_max_rn bigint, segment_start timestamp_ntz',
+  } -%}
+  {%- set fresh = lakerank.rank_rewrite_window()['from'] == -1 -%}
+  {%- set out = {} -%}
+  {%- for part, relation in lakerank.rank_tables().items() if part in empty -%}
+    {%- if fresh -%}
+      {%- set columns = [] -%}
+      {%- for c in empty[part].split(', ') -%}
+        {%- do columns.append('cast(null as ' ~ c.split(' ', 1)[1] ~ ') as ' ~ c.split(' ')[0]) -%}
+      {%- endfor -%}
+      {%- do out.update({part: '(select ' ~ columns | join(', ') ~ ' where false)'}) -%}
+    {%- else -%}
+      {%- do out.update({part: relation}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{%- endmacro %}
+
+
+{#- The rewrite a rank table reads: `int_contract_rank_rewrite` when it was built for the
+    rewrite's current window (every build after a clean one), else the same SQL expanded in
+    this model (a table left behind, or a `--select` without the rewrite). -#}
+{% macro rank_rewrite_relation() -%}
+  {%- set rewrite = ref('int_contract_rank_rewrite') -%}
+  {%- if not execute -%}{{ return(rewrite) }}{%- endif -%}
+  {%- set key = 'rank-rewrite:' ~ invocation_id ~ ':' ~ this -%}
+  {%- set cached = adapter.lakerank_memo_get(key) -%}
+  {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
+  {%- set wanted = lakerank.rank_rewrite_window() -%}
+  {%- set props = adapter.lakerank_tables_info([rewrite])[rewrite.identifier]['properties'] -%}  {#- one metastore call -#}
+  {%- set built_for = [props.get('lakerank.window_from', 'none'), props.get(lakerank_lib.commit_property(), 'none')] -%}
+  {%- if built_for == [wanted['from'] | string, wanted['to'] | string] -%}
+    {%- set relation = rewrite | string -%}
+  {%- else -%}
+    {%- do log(this ~ ": the rank rewrite was built for commits " ~ built_for | join('..')
+               ~ ", the rank tables need " ~ wanted['from'] ~ ".." ~ wanted['to']
+               ~ "; expanding it here") -%}
+    {%- set relation = '(\n' ~ lakerank.rank_rewrite() ~ '\n)' -%}
+  {%- endif -%}
+  {%- do adapter.lakerank_memo_set(key, relation) -%}
+  {{ return(relation) }}
+{%- endmacro %}
+
+
+{#- Post-hook of int_contract_rank_rewrite: the window it was built for. -#}
+{% macro record_rewrite_window() -%}
+  {%- set w = lakerank.rank_rewrite_window() -%}
+  {%- if execute -%}{% do lakerank_lib.fault_point('recording') %}{%- endif -%}
+  {{ lakerank_lib.record_commit_sql(this, w['to'], properties={'lakerank.window_from': w['from']}) }}
+{%- endmacro %}
+
+
+{#- Whether this build rewrote no project (the rewrite holds no scope row): the per-slice
+    data test then has nothing to read, and says so without scanning the marts. -#}
+{% macro rank_rewrite_is_empty() -%}
+  {%- if not execute -%}{{ return(false) }}{%- endif -%}
+  {%- set rewrite = ref('int_contract_rank_rewrite') -%}
+  {%- if not adapter.lakerank_table_exists(rewrite) -%}{{ return(true) }}{%- endif -%}
+  {{ return(lakerank_lib.query_values(
+      "select count(*) from " ~ rewrite ~ " where part = 'scope'")[0] | int == 0) }}
+{%- endmacro %}
+
+
+{#- Whether `relations` (one schema) all exist at one commit: a check that compares them is
+    meaningful only then (a selection that builds one of them leaves another behind). -#}
+{% macro at_one_commit(relations) -%}
+  {%- if not execute -%}{{ return(true) }}{%- endif -%}
+  {%- set info = adapter.lakerank_tables_info(relations) -%}  {#- one metastore call -#}
+  {%- set commits = [] -%}
+  {%- for r in relations -%}
+    {%- if not info[r.identifier]['exists'] -%}{{ return(false) }}{%- endif -%}
+    {%- do commits.append(info[r.identifier]['properties'].get(lakerank_lib.commit_property(), 'none')) -%}
+  {%- endfor -%}
+  {{ return(commits | unique | list | length == 1) }}
+{%- endmacro %}
