@@ -16,8 +16,10 @@
       force at `touched_from`, whose end moves to the tail's first sign time;
     - the accumulation's row: positions used and latest sign time.
   The rows it returns (`part` 'fct', 'dim', 'acc') are the complete new contents of each
-  table under that table's rewrite predicate (`rank_rewrite_predicate`), and `part`
-  'scope' gives each touched project's `touched_from`.
+  table under that table's rewrite predicate (`rank_rewrite_predicate`), 'fct_old',
+  'dim_old' and 'acc_old' the rows it read there (each table's commit diffs against them
+  instead of reading its view again), and 'scope' gives each touched project's
+  `touched_from`.
 
   Its window is (the oldest watermark of the three tables, the ingest's head]: the old
   state it reads is each table's current rows, and a table ahead of the others (a build
@@ -61,13 +63,21 @@
       from {{ state['fct'] }} as t
       where {{ lakerank.rank_rewrite_predicate('fct', 'touched') }}
   ),
-  head_version as (
+  old_versions as (
       select t.*
       from {{ state['dim'] }} as t
-      inner join touched on t.project_id = touched.project_id
-      where
-          {{ lakerank.rank_rewrite_predicate('dim', 'touched') }}
-          and t.ver_start < touched.touched_from
+      where {{ lakerank.rank_rewrite_predicate('dim', 'touched') }}
+  ),
+  head_version as (
+      select old_versions.*
+      from old_versions
+      inner join touched on old_versions.project_id = touched.project_id
+      where old_versions.ver_start < touched.touched_from
+  ),
+  old_accumulated as (
+      select t.*
+      from {{ state['acc'] }} as t
+      where {{ lakerank.rank_rewrite_predicate('acc', 'touched') }}
   ),
   new_tail as (
       select old_tail.project_id, old_tail.contract_id, old_tail.sign_time, old_tail.amount, old_tail.segment_start
@@ -140,18 +150,25 @@
   {{ lakerank.rank_rewrite_row('acc') }}
   from accumulated
   where max_rn > 0
+  union all
+  {{ lakerank.rank_rewrite_row('fct_old') }}
+  from old_tail
+  union all
+  {{ lakerank.rank_rewrite_row('dim_old') }}
+  from old_versions
+  union all
+  {{ lakerank.rank_rewrite_row('acc_old') }}
+  from old_accumulated
   {%- endif -%}
 {%- endmacro %}
 
 
-{#- One part of the rewrite's rows: `part`'s own columns, the others NULL (all typed). -#}
+{#- One part of the rewrite's rows: `part`'s own columns, the others NULL (all typed). A new
+    fact row's `base_max_rn` is `asc_rn - mem_rn`. -#}
 {% macro rank_rewrite_row(part) -%}
-  {%- set own = {
-      'scope': ['project_id', 'touched_from'],
-      'fct': ['project_id', 'contract_id', 'sign_time', 'amount', 'segment_start', 'mem_rn', 'asc_rn'],
-      'dim': ['project_id', 'ver_start', 'ver_end', 'base_max_rn', 'segment_start'],
-      'acc': ['project_id', 'max_rn', 'max_event_time'],
-  }.get(part, []) -%}
+  {%- set table = (part or '').replace('_old', '') -%}
+  {%- set own = ['project_id', 'touched_from'] if part == 'scope'
+                else lakerank.rank_columns(table) if table in ['fct', 'dim', 'acc'] else [] -%}
   {%- set types = {
       'project_id': 'bigint', 'touched_from': 'timestamp_ntz', 'contract_id': 'bigint',
       'sign_time': 'timestamp_ntz', 'amount': 'decimal(18,2)', 'segment_start': 'timestamp_ntz',
@@ -188,6 +205,31 @@
         and {{ 't.segment_start' if part == 'fct' else 'coalesce(t.ver_end, ' ~ lakerank_lib.open_version_end() ~ ')' }}
             >= s.touched_from)
   {%- endif -%}
+{%- endmacro %}
+
+
+{#- The columns of a rank table (`part`: fct, dim, acc), as the rewrite returns them. -#}
+{% macro rank_columns(part) -%}
+  {{ return({
+      'fct': ['project_id', 'contract_id', 'sign_time', 'amount', 'mem_rn', 'segment_start', 'base_max_rn', 'asc_rn'],
+      'dim': ['project_id', 'ver_start', 'ver_end', 'base_max_rn', 'segment_start'],
+      'acc': ['project_id', 'max_rn', 'max_event_time'],
+  }[part]) }}
+{%- endmacro %}
+
+
+{#- A rank table's (`part`: fct, dim, acc) merge-on-read rewrite: its predicate, and as the
+    rows its commit diffs against, the ones the rewrite read from it (`<part>_old`), unless
+    the model has columns the rewrite does not carry (documented in its YAML, as every
+    column is): then the commit reads its view. -#}
+{% macro declare_rank_rewrite(part) -%}
+  {%- set known = lakerank.rank_columns(part) -%}
+  {%- set prior = none -%}
+  {%- if model.columns and model.columns.keys() | list | reject('in', known) | list | length == 0 -%}
+    {%- set prior = 'select ' ~ known | join(', ') ~ ' from ' ~ lakerank.rank_rewrite_relation()
+                    ~ " where part = '" ~ part ~ "_old'" -%}
+  {%- endif -%}
+  {%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate(part), prior=prior) -%}
 {%- endmacro %}
 
 
@@ -229,8 +271,9 @@
     starts from nothing (--full-refresh, or the table is missing). -#}
 {% macro rank_state() -%}
   {%- set empty = {
-      'fct': 'project_id bigint, contract_id bigint, sign_time timestamp_ntz, amount decimal(18,2), segment_start timestamp_ntz, base_max_rn bigint',
+      'fct': 'project_id bigint, contract_id bigint, sign_time timestamp_ntz, amount decimal(18,2), mem_rn bigint, segment_start timestamp_ntz, base_max_rn bigint, asc_rn bigint',
       'dim': 'project_id bigint, ver_start timestamp_ntz, ver_end timestamp_ntz, base_max_rn bigint, segment_start timestamp_ntz',
+      'acc': 'project_id bigint, max_rn bigint, max_event_time timestamp_ntz',
   } -%}
   {%- set fresh = lakerank.rank_rewrite_window()['from'] == -1 -%}
   {%- set out = {} -%}

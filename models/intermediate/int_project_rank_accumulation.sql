@@ -12,7 +12,7 @@
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- do lakerank.contract_window() -%}
-{%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate('acc')) -%}
+{%- do lakerank.declare_rank_rewrite('acc') -%}
 
 select
     project_id,

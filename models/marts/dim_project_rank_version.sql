@@ -14,7 +14,7 @@
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- do lakerank.contract_window() -%}
-{%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate('dim')) -%}
+{%- do lakerank.declare_rank_rewrite('dim') -%}
 
 select
     project_id,

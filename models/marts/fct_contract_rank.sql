@@ -15,7 +15,7 @@
     state_fingerprint=lakerank.pipeline_fingerprint(),
 ) }}
 {%- do lakerank.contract_window() -%}
-{%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate('fct')) -%}
+{%- do lakerank.declare_rank_rewrite('fct') -%}
 
 select
     project_id,

@@ -26,7 +26,9 @@ from crash import DBT, dbt_subprocess
 from lakerank_project import ROOT, Lakerank
 
 RANK_FUNCTION = "dense_rank"
-MERGE_ON_READ = ("int_project_rank_accumulation", "dim_project_rank_version", "fct_contract_rank")
+# In the order a one-thread build runs them: after the rank rewrite, dbt takes the three (one
+# generation of its DAG) by node id.
+MERGE_ON_READ = ("dim_project_rank_version", "fct_contract_rank", "int_project_rank_accumulation")
 # Batch 1: every step of an incremental commit, in the order a one-thread build reaches them (the
 # rank rewrite, then the three rank tables it feeds); batch 2 compacts every commit
 # (compact_commits 1): the compaction's steps. Then, in each batch, kills at random moments.

@@ -6,7 +6,10 @@
   The model declares, with `lakerank_lib.declare_rewrite(predicate)`, which of its current
   rows this run recomputes (a SQL predicate over the table's columns, alias `t`), and its
   SELECT returns the complete new contents of exactly those rows (a row it no longer
-  returns is deleted; `lakerank_lib.prior_rows(predicate=...)` reads the current ones). One run is
+  returns is deleted; `lakerank_lib.prior_rows(predicate=...)` reads the current ones).
+  `declare_rewrite(predicate, prior=<query>)` hands the commit those current rows when the
+  model already has them (a query returning exactly the view's rows under the predicate),
+  so the commit diffs against it instead of reading the view again. One run is
   one commit, and it writes only what changed (the model's data tests in the same
   invocation read only the rows of the keys it changed):
     1. the row-level diff between the current rows under the predicate and the SELECT,
@@ -73,7 +76,8 @@
       {%- if predicate is none -%}
         {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank_lib.declare_rewrite('<predicate>')") }}
       {%- endif -%}
-      {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, window, query) %}
+      {%- set prior = adapter.lakerank_memo_get('rewrite-prior:' ~ invocation_id ~ ':' ~ this) -%}
+      {% do lakerank_lib.merge_on_read_commit(view_relation, parts, primary_key, predicate, window, query, prior) %}
       {% do lakerank_lib.fault_point('committed') %}
       {%- set base_commit = adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1') | int -%}
       {%- if lakerank_lib.merge_on_read_needs_compaction(parts, base_commit) -%}
@@ -143,11 +147,12 @@
 {%- endmacro %}
 
 
-{#- One incremental commit: the diff of the rows under `predicate` is added to the audit
-    log as partition `_commit_id = window.to` (unless a killed run already added it): the
-    commit protocol's begin (sweep a dead attempt's directory), stage, swap (one metastore
-    call: the commit point; the materialization then records the watermark). -#}
-{% macro merge_on_read_commit(view_relation, parts, primary_key, predicate, window, query=none) -%}
+{#- One incremental commit: the diff of the rows under `predicate` (or the model's `prior`
+    query of them) is added to the audit log as partition `_commit_id = window.to` (unless a
+    killed run already added it): the commit protocol's begin (sweep a dead attempt's
+    directory), stage, swap (one metastore call: the commit point; the materialization then
+    records the watermark). -#}
+{% macro merge_on_read_commit(view_relation, parts, primary_key, predicate, window, query=none, prior=none) -%}
   {%- set commit_id = window['to'] -%}
   {%- set committed = adapter.lakerank_partition_exists(parts['audit'], '_commit_id', commit_id) -%}
   {%- if not committed -%}
@@ -157,7 +162,7 @@
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       {{ lakerank_lib.audit_diff(
-          '(select * from ' ~ view_relation ~ ' as t where ' ~ predicate ~ ')',
+          '(' ~ (prior or 'select * from ' ~ view_relation ~ ' as t where ' ~ predicate) ~ ')',
           '(' ~ (query or sql) ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
     {% do adapter.lakerank_write_fault(location, lakerank_lib.write_fault()) %}
@@ -273,7 +278,10 @@
 
 
 {#- Declare which current rows this run of a merge_on_read model recomputes: a SQL
-    predicate over the table's columns (alias `t`). -#}
-{% macro declare_rewrite(predicate) -%}
+    predicate over the table's columns (alias `t`); and, optionally, `prior`: a query that
+    returns exactly those rows as they stand (the model read them already), which the commit
+    diffs against instead of reading the view. -#}
+{% macro declare_rewrite(predicate, prior=none) -%}
   {%- do adapter.lakerank_memo_set('rewrite:' ~ invocation_id ~ ':' ~ this, predicate) -%}
+  {%- do adapter.lakerank_memo_set('rewrite-prior:' ~ invocation_id ~ ':' ~ this, prior) -%}
 {%- endmacro %}
