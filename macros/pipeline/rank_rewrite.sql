@@ -219,13 +219,15 @@
 
 
 {#- A rank table's (`part`: fct, dim, acc) merge-on-read rewrite: its predicate, and as the
-    rows its commit diffs against, the ones the rewrite read from it (`<part>_old`), unless
-    the model has columns the rewrite does not carry (documented in its YAML, as every
-    column is): then the commit reads its view. -#}
+    rows its commit diffs against, the ones the rewrite read from it (`<part>_old`). Not
+    when the rewrite started from nothing (a rank table missing, or --full-refresh: it read
+    no table, while this one may hold rows), nor when the model has columns the rewrite does
+    not carry (documented in its YAML, as every column is): then the commit reads its view. -#}
 {% macro declare_rank_rewrite(part) -%}
   {%- set known = lakerank.rank_columns(part) -%}
   {%- set prior = none -%}
-  {%- if model.columns and model.columns.keys() | list | reject('in', known) | list | length == 0 -%}
+  {%- if lakerank.rank_rewrite_window()['from'] != -1
+        and model.columns and model.columns.keys() | list | reject('in', known) | list | length == 0 -%}
     {%- set prior = 'select ' ~ known | join(', ') ~ ' from ' ~ lakerank.rank_rewrite_relation()
                     ~ " where part = '" ~ part ~ "_old'" -%}
   {%- endif -%}
