@@ -1,7 +1,24 @@
 """Paimon's own test vectors, run through real ``dbt run``s of lakerank's ``pk_table``.
 
 Every table-level vector (and sub-case, and value of a parameterised option) that
-``paimon_vectors.py`` maps is one test. A throwaway dbt project (session-scoped, lakerank
+``paimon_vectors.py`` maps is one test, run in one of two places:
+
+* ``test_vector``: through Spark (below). These are every plan of a vector the kernel's table
+  simulator does not replay (DELETE/UPDATE statements, ALTER TABLE, time travel, system tables,
+  expected errors of a run, deletion vectors, ...), and from the vectors it does replay the
+  plans in ``SPARK_ALSO``: at least one for every Spark-side feature (``spark_features``: engine
+  and changelog producer, column types, option keys, aggregate functions, kinds of rows,
+  commits and reads) of the plans left to the kernel, which
+  ``test_spark_plans_cover_the_kernel_only_plans`` checks.
+* ``test_vector_in_kernel``: the other plans of the vectors ``tests/unit/test_paimon_kernel.py``
+  replays through ``commit_key`` (the merge every pk_table commit runs in its Python workers):
+  the replay must check every assertion the plan maps, or the test fails. What these plans
+  add over the Spark ones is merge arithmetic (more option variants of one vector, more
+  commits of the same shape: cl-08a/b's ten), which is the kernel's; through Spark they were
+  143 of the 243 commits, at ~2.8 worker-seconds a commit (docs/benchmarks.md, twenty-seventh
+  session).
+
+A throwaway dbt project (session-scoped, lakerank
 installed as a local package) holds one model per plan, and all plans share one
 ``LAKERANK_HOME``. The plans run in lockstep: in round k every plan whose next step is a commit
 runs its plain checks before that commit, gets its model file rewritten, and then ONE
@@ -31,6 +48,7 @@ import json
 import os
 import pathlib
 import re
+import sys
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -40,12 +58,31 @@ import pytest
 import paimon_vectors as pv
 
 ROOT = pv.ROOT
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+import test_paimon_kernel as kernel  # noqa: E402  (its table simulator: replay_table_vector)
+
 PROFILES = ROOT / "profiles"
 
 CAPS = pv.Capabilities.detect()
 DATA = pv.load_vectors()  # tests/data/paimon_vectors_public.json: no vectors is a failure
 assert DATA["vectors"], "no Paimon vectors loaded"
 CLASSES = [pv.classify_vector(v, CAPS) for v in DATA["vectors"]]
+
+
+# The plans that run through Spark although the kernel replays their vector: one or more for
+# every feature of the kernel-only plans (test_spark_plans_cover_the_kernel_only_plans), the
+# negative control's twin (dedup-07), and pu-37, whose stream from a full start (as_of rows,
+# then the changes) the kernel's simulation does not read.
+SPARK_ALSO = {
+    "agg-04", "agg-07", "agg-08", "agg-10", "agg-25", "agg-23[changelog-producer=lookup,merge-engine=aggregation]",
+    "cl-03", "cl-07b[changelog-producer=full-compaction]", "cl-11", "dedup-06", "dedup-07", "dedup-16",
+    "fr-03", "fr-04", "pu-10", "pu-16", "pu-17", "pu-30", "pu-37",
+}
+
+
+def kernel_only(plan: pv.Plan) -> bool:
+    """Whether ``plan`` runs only through the kernel's replay (test_vector_in_kernel)."""
+    return plan.vector_id in kernel.TABLE_VECTOR_IDS and plan.title not in SPARK_ALSO
 
 
 def _params():
@@ -57,7 +94,8 @@ def _params():
             out.append(pytest.param(c, None, id=c.vector_id))
             continue
         for p in c.plans:
-            out.append(pytest.param(c, p, id=p.title))
+            if not kernel_only(p):
+                out.append(pytest.param(c, p, id=p.title))
     return out
 
 
@@ -610,6 +648,75 @@ def test_vector(classification: pv.Classification, plan: Optional[pv.Plan], vect
     assert run.failures == [], f"{plan.title} ({classification.status}):\n  - " + "\n  - ".join(run.failures)
     # a plan that maps assertions must have executed every one of them
     assert run.checked == plan.mapped_assertions > 0, (run.checked, plan.mapped_assertions)
+
+
+# --------------------------------------------------------------------------------------------
+# The plans run only through the kernel, and what the Spark plans must cover for them
+# --------------------------------------------------------------------------------------------
+
+
+def _kernel_only_plans() -> List[pv.Plan]:
+    return [p for c in CLASSES if c.status != pv.KERNEL for p in c.plans if p.mapped_assertions > 0 and kernel_only(p)]
+
+
+def _assertion_steps(plan: pv.Plan) -> set:
+    """The vector steps (their indices) whose assertions ``plan`` maps."""
+    return {s.index for s in plan.steps if isinstance(s, pv.Check) or (isinstance(s, pv.RunCommit) and s.is_assertion)}
+
+
+@pytest.mark.parametrize("plan", [pytest.param(p, id=p.title) for p in _kernel_only_plans()])
+def test_vector_in_kernel(plan: pv.Plan):
+    """A plan not run through Spark: its vector's option variant replays through the kernel's
+    table simulator (tests/unit/test_paimon_kernel.py, ``commit_key``, the merge each pk_table
+    commit runs in its Python workers), which checks every assertion the plan maps."""
+    label = dict(part.split("=", 1) for part in plan.label.split(",")) if plan.label else {}
+    variants = [o for o in kernel._option_variants(kernel.VECTORS[plan.vector_id])
+                if all(o.get(k) == v for k, v in label.items())]
+    assert len(variants) == 1, (plan.title, variants)
+    checked = {str(i) for i in kernel.replay_table_vector(plan.vector_id, variants[0])}
+    missing = _assertion_steps(plan) - checked
+    assert not missing, (f"{plan.title}: the kernel's replay does not check step(s) {sorted(missing)}; "
+                         "run the plan through Spark (SPARK_ALSO)")
+
+
+def spark_features(plan: pv.Plan) -> set:
+    """What a plan exercises on the Spark side of a pk_table commit, beyond the merge arithmetic:
+    the engine and changelog producer (SQL or Python merge, which changelog is written), each
+    column type (Arrow to Python and back), each option key (validation, storage) and
+    aggregate function, partitioning, the kinds of input rows and of commits, and how the
+    checks read (plain, lakerank_lib.changes, lakerank_lib.as_of, ordered, any order)."""
+    o = plan.options
+    engine, producer = o.get("merge-engine", "deduplicate"), o.get("changelog-producer", "none")
+    out = {("engine", engine), ("producer", producer), ("engine+producer", engine, producer),
+           ("partitioned", bool(plan.partition_by))}
+    out |= {("type", c.spark) for c in plan.schema.columns}
+    for key, value in o.items():
+        key = re.sub(r"^fields\.[^.]+\.", "fields.*.", key)
+        out.add(("option", key))
+        if key in ("fields.*.aggregate-function", "fields.default-aggregate-function"):
+            out.add(("aggregate", value))
+    for s in plan.steps:
+        if isinstance(s, pv.Check):
+            out.add(("check", tuple(sorted(set(re.findall(r"\{\{(CHANGES|AS_OF)", s.sql))))))
+            out |= {("check", k) for k in ("ordered", "any_order", "prefix_rows") if getattr(s, k)}
+        else:
+            out |= {("commit", k) for k in ("full_compaction", "input_sql", "expect_error") if getattr(s, k)}
+            out |= {("rowkind", r[0]) for r in s.rows}
+    return out
+
+
+def test_spark_plans_cover_the_kernel_only_plans():
+    """Every feature (spark_features) of a plan run only through the kernel is exercised by a
+    plan that runs through Spark, so what the kernel does not run (types through Arrow, options
+    through validation and storage, the changelog and time-travel reads) is still run for it."""
+    spark = [p for c in CLASSES if c.status != pv.KERNEL for p in c.plans if p.mapped_assertions > 0
+             and not kernel_only(p)]
+    covered = set().union(*map(spark_features, spark))
+    missing = {f: [p.title for p in _kernel_only_plans() if f in spark_features(p)]
+               for f in set().union(*map(spark_features, _kernel_only_plans())) - covered}
+    assert not missing, f"features no Spark plan runs (add a plan to SPARK_ALSO): {missing}"
+    assert not SPARK_ALSO - {p.title for p in spark}, "SPARK_ALSO names a plan that does not exist"
+    assert len(_kernel_only_plans()) > 0 and len(spark) > len(SPARK_ALSO)
 
 
 # --------------------------------------------------------------------------------------------

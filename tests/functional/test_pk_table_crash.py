@@ -77,10 +77,10 @@ def test_stopped_commit_is_applied_once_on_rerun(runner, tmp_path):
             expected[7] = 7
         assert _table(pk, fault) == expected, fault
 
-    snaps = _by_model(pk.query(_union("select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}")))
-    logs = _by_model(pk.query(_union(
-        "select rowkind, k, v, _commit_id from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}")))
-    as_of_1 = _by_model(pk.query(_union("select k, v from {{{{ lakerank_lib.as_of(ref('{m}'), 1) }}}}")))
+    snaps, logs, as_of_1 = map(_by_model, pk.queries(
+        _union("select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}"),
+        _union("select rowkind, k, v, _commit_id from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}"),
+        _union("select k, v from {{{{ lakerank_lib.as_of(ref('{m}'), 1) }}}}")))
     for fault in FAULTS:
         assert sorted(r["snapshot_id"] for r in snaps[fault]) == ([1, 2, 3] if fault == "recorded" else [1, 2])
         second = sorted((r["rowkind"], r["k"], r["v"]) for r in logs[fault] if r["_commit_id"] == 2)
@@ -137,13 +137,15 @@ ENGINE_KILLS = [("e_dedup", "staged"), ("e_partial", "logged"), ("e_agg", "plann
 
 
 def _engine_state(pk: PkProject) -> dict:
-    """Each engine table's rows, its audit log by commit, and its snapshot ids (one query each)."""
-    def union(select: str):
-        return pk.query(" union all ".join(f"select '{m}' as m, * from ({select.format(m=m)})" for m in ENGINE_OPTIONS))
+    """Each engine table's rows, its audit log by commit, and its snapshot ids (one query each,
+    compiled together)."""
+    def union(select: str) -> str:
+        return " union all ".join(f"select '{m}' as m, * from ({select.format(m=m)})" for m in ENGINE_OPTIONS)
 
-    rows = union("select k, v from {{{{ ref('{m}') }}}}")
-    log = union("select _commit_id, rowkind, k, v from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}")
-    snaps = union("select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}")
+    rows, log, snaps = pk.queries(
+        union("select k, v from {{{{ ref('{m}') }}}}"),
+        union("select _commit_id, rowkind, k, v from {{{{ lakerank_lib.audit_log(ref('{m}')) }}}}"),
+        union("select snapshot_id from {{{{ lakerank_lib.snapshots(ref('{m}')) }}}}"))
     return {m: {"rows": sorted((r["k"], r["v"]) for r in rows if r["m"] == m),
                 "log": sorted((r["_commit_id"], r["rowkind"], r["k"], r["v"]) for r in log if r["m"] == m),
                 "snapshots": sorted(r["snapshot_id"] for r in snaps if r["m"] == m)}

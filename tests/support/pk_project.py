@@ -55,6 +55,10 @@ class PkProject:
         res = self.invoke("compile", "--inline", inline, "--quiet")
         return res.result.results[0].node.compiled_code
 
-    def query(self, inline: str) -> List[dict]:
-        """Rows of an inline query that uses lakerank macros (compiled by dbt, run in Spark)."""
-        return self.rows(self.compiled(inline))
+    def queries(self, *inlines: str) -> List[List[dict]]:
+        """The rows of each inline query that uses lakerank macros (compiled by dbt, run in
+        Spark), all compiled by one dbt invocation (each costs a parse check and a compile run)."""
+        marker = "/*lakerank-pk-project-next-query*/"
+        parts = self.compiled(f"\n{marker}\n".join(inlines)).split(marker)
+        assert len(parts) == len(inlines), parts
+        return [self.rows(sql) for sql in parts]
