@@ -138,27 +138,14 @@
       ) as tail on bases.project_id = tail.project_id
       left join head_version on bases.project_id = head_version.project_id
   )
-  {{ lakerank.rank_rewrite_row('scope') }}
-  from touched
-  union all
-  {{ lakerank.rank_rewrite_row('fct') }}
-  from ranked
-  union all
-  {{ lakerank.rank_rewrite_row('dim') }}
-  from versions
-  union all
-  {{ lakerank.rank_rewrite_row('acc') }}
-  from accumulated
-  where max_rn > 0
-  union all
-  {{ lakerank.rank_rewrite_row('fct_old') }}
-  from old_tail
-  union all
-  {{ lakerank.rank_rewrite_row('dim_old') }}
-  from old_versions
-  union all
-  {{ lakerank.rank_rewrite_row('acc_old') }}
-  from old_accumulated
+  {%- for part, source, condition in [
+        ('scope', 'touched', ''), ('fct', 'ranked', ''), ('dim', 'versions', ''),
+        ('acc', 'accumulated', 'where max_rn > 0'), ('fct_old', 'old_tail', ''),
+        ('dim_old', 'old_versions', ''), ('acc_old', 'old_accumulated', '')] %}
+  {{ lakerank.rank_rewrite_row(part) }}
+  from {{ source }} {{ condition }}
+  {{ 'union all' if not loop.last }}
+  {%- endfor %}
   {%- endif -%}
 {%- endmacro %}
 

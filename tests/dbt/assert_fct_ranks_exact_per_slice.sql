@@ -67,16 +67,22 @@ recomputed as (
 ),
 
 slice_bases as (
+    {#- the value of the latest version starting strictly before each slice: slices and
+        versions in time order per project, a slice before a version at the same time -#}
     select
-        slices.project_id,
-        slices.segment_start,
-        coalesce(max_by(zipper.base_max_rn, zipper.ver_start), 0) as want_base
-    from (select distinct project_id, segment_start from fct) as slices
-    left join zipper
-        on
-            slices.project_id = zipper.project_id
-            and zipper.ver_start < slices.segment_start
-    group by slices.project_id, slices.segment_start
+        project_id,
+        t as segment_start,
+        coalesce(last_value(version_base, true) over (
+            partition by project_id order by t, is_version
+            rows between unbounded preceding and 1 preceding), 0) as want_base,
+        is_version
+    from (
+        select distinct project_id, segment_start as t, 0 as is_version, cast(null as bigint) as version_base
+        from fct
+        union all
+        select project_id, ver_start as t, 1 as is_version, base_max_rn as version_base
+        from zipper
+    ) as points
 ),
 
 checked as (
@@ -99,6 +105,7 @@ checked as (
         on
             recomputed.project_id = slice_bases.project_id
             and recomputed.segment_start = slice_bases.segment_start
+            and slice_bases.is_version = 0
     full outer join zipper
         on
             recomputed.project_id = zipper.project_id
