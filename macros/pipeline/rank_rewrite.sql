@@ -156,12 +156,7 @@
   {%- set table = (part or '').replace('_old', '') -%}
   {%- set own = ['project_id', 'touched_from'] if part == 'scope'
                 else lakerank.rank_columns(table) if table in ['fct', 'dim', 'acc'] else [] -%}
-  {%- set types = {
-      'project_id': 'bigint', 'touched_from': 'timestamp_ntz', 'contract_id': 'bigint',
-      'sign_time': 'timestamp_ntz', 'amount': 'decimal(18,2)', 'segment_start': 'timestamp_ntz',
-      'mem_rn': 'bigint', 'base_max_rn': 'bigint', 'asc_rn': 'bigint', 'ver_start': 'timestamp_ntz',
-      'ver_end': 'timestamp_ntz', 'max_rn': 'bigint', 'max_event_time': 'timestamp_ntz',
-  } -%}
+  {%- set types = lakerank.rank_column_types() -%}
   select
       cast({{ "'" ~ part ~ "'" if part else 'null' }} as string) as part
   {%- for name, type in types.items() %},
@@ -192,6 +187,17 @@
         and {{ 't.segment_start' if part == 'fct' else 'coalesce(t.ver_end, ' ~ lakerank_lib.open_version_end() ~ ')' }}
             >= s.touched_from)
   {%- endif -%}
+{%- endmacro %}
+
+
+{#- The type of every column the rewrite returns, in its order. -#}
+{% macro rank_column_types() -%}
+  {{ return({
+      'project_id': 'bigint', 'touched_from': 'timestamp_ntz', 'contract_id': 'bigint',
+      'sign_time': 'timestamp_ntz', 'amount': 'decimal(18,2)', 'segment_start': 'timestamp_ntz',
+      'mem_rn': 'bigint', 'base_max_rn': 'bigint', 'asc_rn': 'bigint', 'ver_start': 'timestamp_ntz',
+      'ver_end': 'timestamp_ntz', 'max_rn': 'bigint', 'max_event_time': 'timestamp_ntz',
+  }) }}
 {%- endmacro %}
 
 
@@ -259,18 +265,14 @@
 {#- Each rank table's current rows, or an empty relation of its columns when the rewrite
     starts from nothing (--full-refresh, or the table is missing). -#}
 {% macro rank_state() -%}
-  {%- set empty = {
-      'fct': 'project_id bigint, contract_id bigint, sign_time timestamp_ntz, amount decimal(18,2), mem_rn bigint, segment_start timestamp_ntz, base_max_rn bigint, asc_rn bigint',
-      'dim': 'project_id bigint, ver_start timestamp_ntz, ver_end timestamp_ntz, base_max_rn bigint, segment_start timestamp_ntz',
-      'acc': 'project_id bigint, max_rn bigint, max_event_time timestamp_ntz',
-  } -%}
   {%- set fresh = lakerank.rank_rewrite_window()['from'] == -1 -%}
+  {%- set types = lakerank.rank_column_types() -%}
   {%- set out = {} -%}
-  {%- for part, relation in lakerank.rank_tables().items() if part in empty -%}
+  {%- for part, relation in lakerank.rank_tables().items() -%}
     {%- if fresh -%}
       {%- set columns = [] -%}
-      {%- for c in empty[part].split(', ') -%}
-        {%- do columns.append('cast(null as ' ~ c.split(' ', 1)[1] ~ ') as ' ~ c.split(' ')[0]) -%}
+      {%- for c in lakerank.rank_columns(part) -%}
+        {%- do columns.append('cast(null as ' ~ types[c] ~ ') as ' ~ c) -%}
       {%- endfor -%}
       {%- do out.update({part: '(select ' ~ columns | join(', ') ~ ' where false)'}) -%}
     {%- else -%}
