@@ -4,18 +4,11 @@
   before image (where the contract was), +I/+U rows the after image (where it is now).
 -#}
 {% macro contract_changes(window=none) -%}
-  {%- set source = ref('stg_contract_changelog') -%}
   select
     rowkind, project_id, contract_id, sign_time, amount,
     {{ lakerank.segment_start('sign_time') }} as segment_start,
     _seq, _commit_id
-  {%- if window is none %}
-  from {{ lakerank_lib.pending_rows(source) }}
-  {%- elif window['pending'] %}
-  from {{ source }} where _commit_id > {{ window['from'] }} and _commit_id <= {{ window['to'] }}
-  {%- else %}
-  from {{ source }} where false
-  {%- endif %}
+  from {{ lakerank_lib.pending_rows(ref('stg_contract_changelog'), window=window) }}
 {%- endmacro %}
 
 

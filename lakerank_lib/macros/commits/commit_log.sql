@@ -85,11 +85,12 @@
 {%- endmacro %}
 
 
-{#- Rows of `source_relation` in the model's pending window (a parenthesised subquery). An
-    empty window is `where false`, which Spark's optimizer folds into an empty relation before
-    planning any scan or join of the query around it (a range filter it would run). -#}
-{% macro pending_rows(source_relation, commit_column='_commit_id') -%}
-  {%- set w = lakerank_lib.commit_window(source_relation) -%}
+{#- Rows of `source_relation` in the model's pending window, or in `window` (a dict with
+    `from`, `to`, `pending`) when given (a parenthesised subquery). An empty window is `where
+    false`, which Spark's optimizer folds into an empty relation before planning any scan or
+    join of the query around it (a range filter it would run). -#}
+{% macro pending_rows(source_relation, commit_column='_commit_id', window=none) -%}
+  {%- set w = window if window is not none else lakerank_lib.commit_window(source_relation) -%}
   (select * from {{ source_relation }}
   {%- if w['pending'] %}
    where {{ commit_column }} > {{ w['from'] }} and {{ commit_column }} <= {{ w['to'] }})
