@@ -15,11 +15,16 @@
     - stage 5, zipper: one version per distinct sign time of the tail, plus the version in
       force at `touched_from`, whose end moves to the tail's first sign time;
     - the accumulation's row: positions used and latest sign time.
-  The rows it returns (`part` 'fct', 'dim', 'acc') are the complete new contents of each
-  table under that table's rewrite predicate (`rank_rewrite_predicate`), 'fct_old',
-  'dim_old' and 'acc_old' the rows it read there (each table's commit diffs against them
-  instead of reading its view again), and 'scope' gives each touched project's
-  `touched_from`.
+
+  It runs in two steps, so that each merge-on-read view is read once (Spark runs a CTE
+  again at every reference): `rank_inputs()` reads what the pass needs - the touched
+  projects ('scope'), each changed contract's latest image ('chg'), and the rows each rank
+  table holds under its rewrite predicate ('fct_old', 'dim_old', 'acc_old', which each
+  table's commit diffs against instead of reading its view again) - and
+  `rank_results(inputs)` computes from those rows the complete new contents of each table
+  under that predicate ('fct', 'dim', 'acc'). `int_contract_rank_rewrite` stores the inputs
+  and then inserts the results; `rank_rewrite()` is both in one query, for a rank table that
+  expands the rewrite itself (`rank_rewrite_relation`).
 
   Its window is (the oldest watermark of the three tables, the ingest's head]: the old
   state it reads is each table's current rows, and a table ahead of the others (a build
@@ -28,6 +33,24 @@
   is at, and each table diffs them against its own rows.
 -#}
 {% macro rank_rewrite() -%}
+  {%- if not lakerank.rank_rewrite_window()['pending'] -%}
+  {{ lakerank.rank_inputs() }}
+  {%- else -%}
+  with rank_inputs as (
+      {{ lakerank.rank_inputs() }}
+  )
+  select * from rank_inputs
+  union all
+  select * from (
+      {{ lakerank.rank_results('rank_inputs') }}
+  ) as rank_results
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- The rows the rank pass reads (parts scope, chg, fct_old, dim_old, acc_old), each view
+    read once. -#}
+{% macro rank_inputs() -%}
   {%- set window = lakerank.rank_rewrite_window() -%}
   {%- if not window['pending'] -%}
   {#- nothing pending: no row, and no read of a merge-on-read view, whose analysis alone is
@@ -36,7 +59,6 @@
   where false
   {%- else -%}
   {%- set state = lakerank.rank_state() -%}
-  {%- set open_end = lakerank_lib.open_version_end() -%}
   with
   changes as (
       {{ lakerank.contract_changes(window) }}
@@ -57,46 +79,59 @@
           from changes
       ) as ordered_changes
       where change_order = 1
+  )
+  {%- for part, source, table in [
+        ('scope', 'touched', none), ('chg', 'latest', none), ('fct_old', none, 'fct'),
+        ('dim_old', none, 'dim'), ('acc_old', none, 'acc')] %}
+  {{ lakerank.rank_rewrite_row(part) }}
+  {%- if source %}
+  from {{ source }}
+  {%- else %}
+  from {{ state[table] }} as t
+  where {{ lakerank.rank_rewrite_predicate(table, 'touched') }}
+  {%- endif %}
+  {{ 'union all' if not loop.last }}
+  {%- endfor %}
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- The new rows of the rank tables (parts fct, dim, acc), from the rank pass's input rows
+    in `inputs` (a relation or CTE holding `rank_inputs()`). -#}
+{% macro rank_results(inputs) -%}
+  {%- set open_end = lakerank_lib.open_version_end() -%}
+  with
+  {%- for part in ['scope', 'chg', 'fct_old', 'dim_old'] %}
+  {{ part }}_rows as (
+      select {{ lakerank.rank_columns(part.replace('_old', '')) | join(', ') }}
+      from {{ inputs }}
+      where part = '{{ part }}'
   ),
-  old_tail as (
-      select t.*
-      from {{ state['fct'] }} as t
-      where {{ lakerank.rank_rewrite_predicate('fct', 'touched') }}
-  ),
-  old_versions as (
-      select t.*
-      from {{ state['dim'] }} as t
-      where {{ lakerank.rank_rewrite_predicate('dim', 'touched') }}
-  ),
+  {%- endfor %}
   head_version as (
-      select old_versions.*
-      from old_versions
-      inner join touched on old_versions.project_id = touched.project_id
-      where old_versions.ver_start < touched.touched_from
-  ),
-  old_accumulated as (
-      select t.*
-      from {{ state['acc'] }} as t
-      where {{ lakerank.rank_rewrite_predicate('acc', 'touched') }}
+      select dim_old_rows.*
+      from dim_old_rows
+      inner join scope_rows on dim_old_rows.project_id = scope_rows.project_id
+      where dim_old_rows.ver_start < scope_rows.touched_from
   ),
   new_tail as (
-      select old_tail.project_id, old_tail.contract_id, old_tail.sign_time, old_tail.amount, old_tail.segment_start
-      from old_tail
-      left anti join changes on old_tail.contract_id = changes.contract_id
+      select fct_old_rows.project_id, fct_old_rows.contract_id, fct_old_rows.sign_time, fct_old_rows.amount, fct_old_rows.segment_start
+      from fct_old_rows
+      left anti join chg_rows on fct_old_rows.contract_id = chg_rows.contract_id
       union all
       select project_id, contract_id, sign_time, amount, segment_start
-      from latest
+      from chg_rows
       where rowkind in ('+I', '+U')
   ),
   bases as (
       select
-          touched.project_id,
+          scope_rows.project_id,
           coalesce(tail_base.base, head_version.base_max_rn, 0) as base
-      from touched
+      from scope_rows
       left join (
-          select project_id, min(base_max_rn) as base from old_tail group by project_id
-      ) as tail_base on touched.project_id = tail_base.project_id
-      left join head_version on touched.project_id = head_version.project_id
+          select project_id, min(base_max_rn) as base from fct_old_rows group by project_id
+      ) as tail_base on scope_rows.project_id = tail_base.project_id
+      left join head_version on scope_rows.project_id = head_version.project_id
   ),
   ranked as (
       select
@@ -139,35 +174,31 @@
       left join head_version on bases.project_id = head_version.project_id
   )
   {%- for part, source, condition in [
-        ('scope', 'touched', ''), ('fct', 'ranked', ''), ('dim', 'versions', ''),
-        ('acc', 'accumulated', 'where max_rn > 0'), ('fct_old', 'old_tail', ''),
-        ('dim_old', 'old_versions', ''), ('acc_old', 'old_accumulated', '')] %}
+        ('fct', 'ranked', ''), ('dim', 'versions', ''), ('acc', 'accumulated', 'where max_rn > 0')] %}
   {{ lakerank.rank_rewrite_row(part) }}
   from {{ source }} {{ condition }}
   {{ 'union all' if not loop.last }}
   {%- endfor %}
-  {%- endif -%}
 {%- endmacro %}
 
 
-{#- One part of the rewrite's rows: `part`'s own columns, the others NULL (all typed). A new
-    fact row's `base_max_rn` is `asc_rn - mem_rn`. -#}
+{#- One part of the rewrite's rows: `part`'s own columns, the others NULL (all typed), and
+    `part` last (the table is partitioned by it). A new fact row's `base_max_rn` is
+    `asc_rn - mem_rn`. -#}
 {% macro rank_rewrite_row(part) -%}
   {%- set table = (part or '').replace('_old', '') -%}
-  {%- set own = ['project_id', 'touched_from'] if part == 'scope'
-                else lakerank.rank_columns(table) if table in ['fct', 'dim', 'acc'] else [] -%}
-  {%- set types = lakerank.rank_column_types() -%}
+  {%- set own = lakerank.rank_columns(table) if part else [] -%}
   select
-      cast({{ "'" ~ part ~ "'" if part else 'null' }} as string) as part
-  {%- for name, type in types.items() %},
+  {%- for name, type in lakerank.rank_column_types().items() %}
       {% if part == 'fct' and name == 'base_max_rn' -%}
       cast(asc_rn - mem_rn as {{ type }})
       {%- elif name in own -%}
       cast({{ name }} as {{ type }})
       {%- else -%}
       cast(null as {{ type }})
-      {%- endif %} as {{ name }}
+      {%- endif %} as {{ name }},
   {%- endfor %}
+      cast({{ "'" ~ part ~ "'" if part else 'null' }} as string) as part
 {%- endmacro %}
 
 
@@ -190,23 +221,27 @@
 {%- endmacro %}
 
 
-{#- The type of every column the rewrite returns, in its order. -#}
+{#- The type of every column the rewrite returns but `part`, in its order. -#}
 {% macro rank_column_types() -%}
   {{ return({
       'project_id': 'bigint', 'touched_from': 'timestamp_ntz', 'contract_id': 'bigint',
       'sign_time': 'timestamp_ntz', 'amount': 'decimal(18,2)', 'segment_start': 'timestamp_ntz',
       'mem_rn': 'bigint', 'base_max_rn': 'bigint', 'asc_rn': 'bigint', 'ver_start': 'timestamp_ntz',
       'ver_end': 'timestamp_ntz', 'max_rn': 'bigint', 'max_event_time': 'timestamp_ntz',
+      'rowkind': 'string',
   }) }}
 {%- endmacro %}
 
 
-{#- The columns of a rank table (`part`: fct, dim, acc), as the rewrite returns them. -#}
+{#- The columns of a rank table (`part`: fct, dim, acc), as the rewrite returns them, and of
+    its touched projects (scope) and changed contracts' latest images (chg). -#}
 {% macro rank_columns(part) -%}
   {{ return({
       'fct': ['project_id', 'contract_id', 'sign_time', 'amount', 'mem_rn', 'segment_start', 'base_max_rn', 'asc_rn'],
       'dim': ['project_id', 'ver_start', 'ver_end', 'base_max_rn', 'segment_start'],
       'acc': ['project_id', 'max_rn', 'max_event_time'],
+      'scope': ['project_id', 'touched_from'],
+      'chg': ['project_id', 'contract_id', 'sign_time', 'amount', 'segment_start', 'rowkind'],
   }[part]) }}
 {%- endmacro %}
 
@@ -305,6 +340,16 @@
   {%- endif -%}
   {%- do adapter.lakerank_memo_set(key, relation) -%}
   {{ return(relation) }}
+{%- endmacro %}
+
+
+{#- Post-hook of int_contract_rank_rewrite, whose query stored the rank pass's inputs: adds
+    the results, read from those stored rows (nothing when the window is empty). -#}
+{% macro insert_rank_results() -%}
+  {%- if lakerank.rank_rewrite_window()['pending'] -%}
+  insert into {{ this }}
+  {{ lakerank.rank_results(this) }}
+  {%- endif -%}
 {%- endmacro %}
 
 

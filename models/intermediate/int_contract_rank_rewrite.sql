@@ -1,12 +1,18 @@
-{#- Seed 000 stages 2-6 for this build's changes (`lakerank.rank_rewrite()`,
-    macros/pipeline/rank_rewrite.sql, says what it computes): the new rows of every touched
-    project's tail for the fact, the zipper and the accumulation, which each of them then
-    commits as a diff against its own rows. No seed table of its own: it replaces the Flink
-    state the seed's jobs keep between their stages. Rebuilt every build for its window,
-    which it records; a rank table whose window it does not cover expands the same SQL. -#}
+{#- Seed 000 stages 2-6 for this build's changes (macros/pipeline/rank_rewrite.sql says
+    what it computes): the new rows of every touched project's tail for the fact, the
+    zipper and the accumulation, which each of them then commits as a diff against its own
+    rows. Its query stores what the pass reads (`lakerank.rank_inputs()`, each rank table's
+    view read once); a post-hook adds the results computed from those stored rows. No seed
+    table of its own: it replaces the Flink state the seed's jobs keep between their
+    stages. Rebuilt every build for its window, which it records; a rank table whose window
+    it does not cover expands the same SQL. -#}
 {{ config(
     materialized='table',
-    post_hook="{{ lakerank.record_rewrite_window() }}",
+    partition_by=['part'],
+    post_hook=[
+        "{{ lakerank.insert_rank_results() }}",
+        "{{ lakerank.record_rewrite_window() }}",
+    ],
 ) }}
 
-{{ lakerank.rank_rewrite() }}
+{{ lakerank.rank_inputs() }}

@@ -1,19 +1,18 @@
-{#- Every (project, segment) slice this build rewrote holds exact ranks: `mem_rn` is the
-    rank function recomputed over the slice, `asc_rn = mem_rn + base_max_rn`, `base_max_rn`
-    is the value of the zipper version in force just before the slice's segment start (the
-    seed's lookup; 0 before a project's first version), every contract's rank agrees with
-    the zipper version that starts at its sign time (positions used by contracts signed at
-    or before it: dense_rank equals it; rank is it minus the ties at that time plus one;
-    row_number lies within the ties), and every rewritten zipper version starts at a live
-    contract's sign time. These invariants hold slice by slice (ties share a sign time, so a
-    slice), so the test reads only the rewritten rows of each mart, once (cost follows the
-    build), and a correct build never fails it, while any wrong rank in a slice it reads
-    does. The fact and the zipper are committed side by side from one rank rewrite; when a
-    selection builds one of them (`--select +fct_contract_rank`) the other is behind and
-    only the fact's own invariants are checked; this test runs again when both are built. -#}
+{#- Every (project, segment) slice this build's rank rewrite produced holds exact ranks:
+    `mem_rn` is the rank function recomputed over the slice, `asc_rn = mem_rn + base_max_rn`,
+    `base_max_rn` is the value of the zipper version in force just before the slice's segment
+    start (the seed's lookup; 0 before a project's first version), every contract's rank
+    agrees with the zipper version that starts at its sign time (positions used by contracts
+    signed at or before it: dense_rank equals it; rank is it minus the ties at that time plus
+    one; row_number lies within the ties), and every rewritten zipper version starts at a
+    live contract's sign time. These invariants hold slice by slice (ties share a sign time,
+    so a slice), so the test reads the rewrite's new fact and zipper rows (parts 'fct' and
+    'dim': the complete contents of each touched project's tail), never the marts' history.
+    It checks them before the rank tables commit them: dbt builds a model's children after
+    its tests, so a wrong rank stops the build before it reaches a table. That the tables
+    then hold exactly those rows is their commit's own guarantee (the merge-on-read diff). -#}
 {%- set fn = lakerank.rank_function() -%}
-{%- set zipper_relation = ref('dim_project_rank_version') -%}
-{%- set with_zipper = lakerank.at_one_commit([ref('fct_contract_rank'), zipper_relation]) -%}
+{%- set rewrite = ref('int_contract_rank_rewrite') -%}
 
 {%- if lakerank.rank_rewrite_is_empty() %}
 
@@ -27,33 +26,25 @@ scope as (
     select
         project_id,
         touched_from
-    from {{ ref('int_contract_rank_rewrite') }}
+    from {{ rewrite }}
     where part = 'scope'
 ),
 
 fct as (
-    select t.*
-    from {{ ref('fct_contract_rank') }} as t
-    where {{ lakerank.rank_rewrite_predicate('fct', 'scope') }}
+    select {{ lakerank.rank_columns('fct') | join(', ') }}
+    from {{ rewrite }}
+    where part = 'fct'
 ),
 
 zipper as (
-{%- if with_zipper %}
     select
-        t.*,
-        t.ver_start < scope.touched_from as is_head
-    from {{ zipper_relation }} as t
-    inner join scope on t.project_id = scope.project_id
-    where {{ lakerank.rank_rewrite_predicate('dim', 'scope') }}
-{%- else %}
-    -- the zipper is not at the fact's commit: its part of the check waits for its build
-    select
-        cast(null as bigint) as project_id,
-        cast(null as timestamp_ntz) as ver_start,
-        cast(null as bigint) as base_max_rn,
-        cast(null as boolean) as is_head
-    where false
-{%- endif %}
+        dim.project_id,
+        dim.ver_start,
+        dim.base_max_rn,
+        dim.ver_start < scope.touched_from as is_head
+    from {{ rewrite }} as dim
+    inner join scope on dim.project_id = scope.project_id
+    where dim.part = 'dim'
 ),
 
 recomputed as (
@@ -121,7 +112,6 @@ where
     or mem_rn <> want_mem_rn
     or slice_base_low <> slice_base_high
     or asc_rn <> mem_rn + base_max_rn
-{%- if with_zipper %}
     or base_max_rn <> want_base
     or positions_through is null
 {%- if fn == 'dense_rank' %}
@@ -131,6 +121,5 @@ where
 {%- else %}
     or asc_rn > positions_through
     or asc_rn <= positions_through - n_ties
-{%- endif %}
 {%- endif %}
 {%- endif %}

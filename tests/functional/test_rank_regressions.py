@@ -93,14 +93,16 @@ def scenario_batch(i: int) -> list[str]:
 
 
 def plant_wrong_rank(lakerank, contract_id: int) -> None:
-    """Add 1 to one contract's asc_rn: a forged commit in the merge-on-read change log."""
+    """Add 1 to one contract's asc_rn in the rank rewrite's new fact rows (the rows the
+    per-slice test checks before the fact commits them)."""
     spark = lakerank.spark()
-    fct = "lakerank.fct_contract_rank"
-    cols = ", ".join("asc_rn + 1 as asc_rn" if c == "asc_rn" else c for c in spark.table(fct).columns)
-    spark.sql(
-        f"insert into {fct}__audit_log partition (_commit_id = 999999999)"
-        f" select '+U' as rowkind, {cols}, current_timestamp() as _commit_time"
-        f" from {fct} where contract_id = {contract_id}").collect()
+    rewrite = "lakerank.int_contract_rank_rewrite"
+    cols = [c for c in spark.table(rewrite).columns if c != "part"]
+    planted = [f"asc_rn + if(contract_id = {contract_id}, 1, 0) as asc_rn" if c == "asc_rn" else c for c in cols]
+    rows = spark.sql(f"select {', '.join(planted)} from {rewrite} where part = 'fct'").localCheckpoint()
+    assert rows.where(f"contract_id = {contract_id}").count() == 1, "the contract is not in the last rewrite"
+    rows.createOrReplaceTempView("planted_fct_rows")
+    spark.sql(f"insert overwrite table {rewrite} partition (part = 'fct') select * from planted_fct_rows").collect()
 
 
 # Issue F point 3: business times are wall-clock values and read back exactly as landed,
