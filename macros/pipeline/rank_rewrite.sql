@@ -247,19 +247,18 @@
 
 
 {#- A rank table's (`part`: fct, dim, acc) merge-on-read rewrite: its predicate, and as the
-    rows its commit diffs against, the ones the rewrite read from it (`<part>_old`). Not
-    when the rewrite started from nothing (a rank table missing, or --full-refresh: it read
-    no table, while this one may hold rows), nor when the model has columns the rewrite does
-    not carry (documented in its YAML, as every column is): then the commit reads its view. -#}
+    rows its commit diffs against, the ones the rewrite read from it (`<part>_old`, with the
+    columns the rewrite carries: a table with another column reads its view). Not when the
+    rewrite started from nothing (a rank table missing, or --full-refresh: it read no table,
+    while this one may hold rows). -#}
 {% macro declare_rank_rewrite(part) -%}
   {%- set known = lakerank.rank_columns(part) -%}
   {%- set prior = none -%}
-  {%- if lakerank.rank_rewrite_window()['from'] != -1
-        and model.columns and model.columns.keys() | list | reject('in', known) | list | length == 0 -%}
+  {%- if lakerank.rank_rewrite_window()['from'] != -1 -%}
     {%- set prior = 'select ' ~ known | join(', ') ~ ' from ' ~ lakerank.rank_rewrite_relation()
                     ~ " where part = '" ~ part ~ "_old'" -%}
   {%- endif -%}
-  {%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate(part), prior=prior) -%}
+  {%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate(part), prior=prior, prior_columns=known) -%}
 {%- endmacro %}
 
 

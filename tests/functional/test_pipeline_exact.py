@@ -201,6 +201,15 @@ def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: p
     assert_all_exact(lakerank, oracle, settings["rank_function"])
     fct = lakerank.table("fct_contract_rank")
     assert len(fct) > 0 and (fct["first_in_project"] == (fct["asc_rn"] == 1)).all()
+    # The next batch commits incrementally: the rank rewrite does not carry the new column,
+    # so the fact's commit reads its own view for the rows it replaces.
+    batch = [shifted(x, 500_000, 31_000_000) for x in cdc.generate_batches(
+        seed=8, n_batches=1, events_per_batch=40, n_projects=4, bad_rate=0.0, require_all_cases=False)[0]]
+    oracle.consume(os.path.basename(lakerank.land(batch)), batch)
+    lakerank.dbt("run", vars=settings, project=project)
+    assert_all_exact(lakerank, oracle, settings["rank_function"])
+    fct = lakerank.table("fct_contract_rank")
+    assert (fct["first_in_project"] == (fct["asc_rn"] == 1)).all()
 
 
 def test_empty_landing_is_an_empty_stream(lakerank):

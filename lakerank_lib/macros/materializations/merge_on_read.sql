@@ -9,7 +9,8 @@
   returns is deleted; `lakerank_lib.prior_rows(predicate=...)` reads the current ones).
   `declare_rewrite(predicate, prior=<query>)` hands the commit those current rows when the
   model already has them (a query returning exactly the view's rows under the predicate),
-  so the commit diffs against it instead of reading the view again. One run is
+  so the commit diffs against it instead of reading the view again (`prior_columns`: the
+  columns it returns; a table with one it lacks is read through the view). One run is
   one commit, and it writes only what changed (the model's data tests in the same
   invocation read only the rows of the keys it changed):
     1. the row-level diff between the current rows under the predicate and the SELECT,
@@ -157,12 +158,18 @@
   {%- set committed = adapter.lakerank_partition_exists(parts['audit'], '_commit_id', commit_id) -%}
   {%- if not committed -%}
     {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
+    {%- if prior is not none and prior['columns'] is not none
+          and cols | reject('in', prior['columns']) | list | length > 0 -%}
+      {%- do log(this ~ ": the declared prior rows lack " ~ cols | reject('in', prior['columns']) | join(', ')
+                 ~ "; the commit reads the view") -%}
+      {%- set prior = none -%}
+    {%- endif -%}
     {%- set root = adapter.lakerank_commit_begin(parts['audit'], window['from'])['root'] -%}
     {%- set location = lakerank_lib.stage_dir(root, 'c', commit_id) -%}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       {{ lakerank_lib.audit_diff(
-          '(' ~ (prior or 'select * from ' ~ view_relation ~ ' as t where ' ~ predicate) ~ ')',
+          '(' ~ (prior['query'] if prior else 'select * from ' ~ view_relation ~ ' as t where ' ~ predicate) ~ ')',
           '(' ~ (query or sql) ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
     {% do adapter.lakerank_write_fault(location, lakerank_lib.write_fault()) %}
@@ -280,8 +287,11 @@
 {#- Declare which current rows this run of a merge_on_read model recomputes: a SQL
     predicate over the table's columns (alias `t`); and, optionally, `prior`: a query that
     returns exactly those rows as they stand (the model read them already), which the commit
-    diffs against instead of reading the view. -#}
-{% macro declare_rewrite(predicate, prior=none) -%}
+    diffs against instead of reading the view, and `prior_columns`, the columns it returns:
+    when the table has a column the prior does not return (a column added to the model), the
+    commit reads the view instead. -#}
+{% macro declare_rewrite(predicate, prior=none, prior_columns=none) -%}
   {%- do adapter.lakerank_memo_set('rewrite:' ~ invocation_id ~ ':' ~ this, predicate) -%}
-  {%- do adapter.lakerank_memo_set('rewrite-prior:' ~ invocation_id ~ ':' ~ this, prior) -%}
+  {%- do adapter.lakerank_memo_set('rewrite-prior:' ~ invocation_id ~ ':' ~ this,
+                                   none if prior is none else {'query': prior, 'columns': prior_columns}) -%}
 {%- endmacro %}
