@@ -51,6 +51,8 @@ def test_serve_answers_a_connect_client_on_the_homes_warehouse_and_stops(tmp_pat
         assert serve.main(["serve", "--home", home, "--stop"]) == 0
     assert not (tmp_path / "home" / "serve.json").exists()
     assert not serve._alive(state["pid"])
+    # it stopped Spark itself: no traceback of a session whose JVM was killed under it
+    assert "Traceback" not in (tmp_path / "home" / "logs" / "serve.log").read_text()
     acquire_build_lock(home)  # the lock went with the server
     release_build_lock(home)
     capsys.readouterr()

@@ -25,6 +25,8 @@ import sys
 import time
 from typing import Dict, List, Optional
 
+from py4j.protocol import Py4JError
+
 from dbt.adapters.lakerank.connections import (
     JVM_FLAGS,
     LakerankBusyError,
@@ -132,7 +134,10 @@ def run_driver(home: str, host: str, port: int, conf: Dict[str, str]) -> None:
 
     def stop(_signum, _frame):
         ops.shutdown()
-        spark.stop()
+        try:
+            spark.stop()
+        except (Py4JError, OSError):  # the JVM is gone already (killed with its process group)
+            pass
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
@@ -224,8 +229,10 @@ def _serve_until_signalled(proc: subprocess.Popen, home: str) -> None:
 
 
 def _stop_process(pid: int, timeout_s: float = 30) -> None:
+    """Stop the server: SIGTERM to its Python process, which stops Spark (the JVM exits with
+    it); then SIGKILL to whatever of its process group is left."""
     try:
-        os.killpg(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.time() + timeout_s
@@ -235,8 +242,10 @@ def _stop_process(pid: int, timeout_s: float = 30) -> None:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
-    if _alive(pid):
+    try:
         os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _forget(home: str, pid: int) -> None:
