@@ -26,6 +26,7 @@ from dbt.adapters.spark.session import Connection as SessionConnection
 from dbt.adapters.spark.session import Cursor
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.lakerank.home_origin import check_home_origin
 from dbt.adapters.lakerank.java_check import check_java
 from dbt.adapters.lakerank.literals import BindingWrapper
 from python_udfs.jvm import jvm_class
@@ -55,6 +56,7 @@ _SESSION_LOCK = threading.RLock()
 
 class LakerankBusyError(DbtRuntimeError):
     """Another process is building on the same LAKERANK_HOME."""
+
 
 
 def project_dir() -> str:
@@ -203,6 +205,7 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         active = None
     if active is None:
         check_java()  # a clear error naming what to install, never a dead JVM's traceback (issue G.5)
+    check_home_origin(home)
     acquire_build_lock(home)
     if active is None:
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
