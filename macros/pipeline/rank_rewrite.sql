@@ -369,17 +369,3 @@
   {{ return(lakerank_lib.query_values(
       "select count(*) from " ~ rewrite ~ " where part = 'scope'")[0] | int == 0) }}
 {%- endmacro %}
-
-
-{#- Whether `relations` (one schema) all exist at one commit: a check that compares them is
-    meaningful only then (a selection that builds one of them leaves another behind). -#}
-{% macro at_one_commit(relations) -%}
-  {%- if not execute -%}{{ return(true) }}{%- endif -%}
-  {%- set info = adapter.lakerank_tables_info(relations) -%}  {#- one metastore call -#}
-  {%- set commits = [] -%}
-  {%- for r in relations -%}
-    {%- if not info[r.identifier]['exists'] -%}{{ return(false) }}{%- endif -%}
-    {%- do commits.append(info[r.identifier]['properties'].get(lakerank_lib.commit_property(), 'none')) -%}
-  {%- endfor -%}
-  {{ return(commits | unique | list | length == 1) }}
-{%- endmacro %}

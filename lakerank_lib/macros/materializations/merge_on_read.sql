@@ -158,10 +158,10 @@
   {%- set committed = adapter.lakerank_partition_exists(parts['audit'], '_commit_id', commit_id) -%}
   {%- if not committed -%}
     {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
-    {%- if prior is not none and prior['columns'] is not none
-          and cols | reject('in', prior['columns']) | list | length > 0 -%}
-      {%- do log(this ~ ": the declared prior rows lack " ~ cols | reject('in', prior['columns']) | join(', ')
-                 ~ "; the commit reads the view") -%}
+    {%- set lacking = cols | reject('in', prior['columns']) | list
+                      if prior is not none and prior['columns'] is not none else [] -%}
+    {%- if lacking -%}
+      {%- do log(this ~ ": the declared prior rows lack " ~ lacking | join(', ') ~ "; the commit reads the view") -%}
       {%- set prior = none -%}
     {%- endif -%}
     {%- set root = adapter.lakerank_commit_begin(parts['audit'], window['from'])['root'] -%}

@@ -58,7 +58,6 @@ class LakerankBusyError(DbtRuntimeError):
     """Another process is building on the same LAKERANK_HOME."""
 
 
-
 def project_dir() -> str:
     try:
         from dbt.flags import get_flags
@@ -205,7 +204,7 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         active = None
     if active is None:
         check_java()  # a clear error naming what to install, never a dead JVM's traceback (issue G.5)
-    check_home_origin(home)
+        check_home_origin(home)  # once per session start: the session stays on this home
     acquire_build_lock(home)
     if active is None:
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
