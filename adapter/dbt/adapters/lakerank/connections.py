@@ -204,9 +204,13 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         active = None
     if active is None:
         check_java()  # a clear error naming what to install, never a dead JVM's traceback (issue G.5)
-        check_home_origin(home)  # once per session start: the session stays on this home
-    acquire_build_lock(home)
+    acquire_build_lock(home)  # first: a build refused for a busy home writes nothing
     if active is None:
+        try:
+            check_home_origin(home)  # once per session start: the session stays on this home
+        except Exception:
+            release_build_lock(home)
+            raise
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
         from dbt.adapters.lakerank.jvm_archive import archive_flag  # AppCDS: half the JVM's start-up
 

@@ -272,7 +272,24 @@ def stop(home: str) -> bool:
         return False
     _stop_process(int(state["pid"]))
     _forget(home, int(state["pid"]))
+    _wait_home_free(home)
     return True
+
+
+def _wait_home_free(home: str, timeout_s: float = 30) -> None:
+    """Return once the home's build lock is free: a process whose main thread has exited
+    reads as gone (:func:`_alive`) while its other threads, which share its open files and
+    so the lock, are still exiting."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            os.close(lock_home(home, "lakerank serve --stop", "{holder}"))
+            return
+        except LakerankBusyError as exc:
+            if time.time() > deadline:
+                raise ServeError(f"lakerank serve: stopped, but LAKERANK_HOME={home} is still locked by "
+                                 f"{exc.msg.strip()} after {timeout_s:.0f} s") from None
+        time.sleep(0.1)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
