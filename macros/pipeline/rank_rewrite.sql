@@ -48,8 +48,9 @@
 {%- endmacro %}
 
 
-{#- The rows the rank pass reads (parts scope, chg, fct_old, dim_old, acc_old), each view
-    read once. -#}
+{#- The rows the rank pass reads (parts scope, chg, fct_old, dim_old, acc_old), each rank
+    table read once, with its rewrite predicate on its base and changes
+    (`lakerank_lib.merge_on_read_rows`). -#}
 {% macro rank_inputs() -%}
   {%- set window = lakerank.rank_rewrite_window() -%}
   {%- if not window['pending'] -%}
@@ -87,8 +88,10 @@
   {%- if source %}
   from {{ source }}
   {%- else %}
-  from {{ state[table] }} as t
-  where {{ lakerank.rank_rewrite_predicate(table, 'touched') }}
+  {%- set predicate = lakerank.rank_rewrite_predicate(table, 'touched') %}
+  from {{ lakerank_lib.merge_on_read_rows(state[table], predicate, lakerank.rank_columns(table))
+          if state[table] is not string else state[table] }} as t
+  where {{ predicate }}
   {%- endif %}
   {{ 'union all' if not loop.last }}
   {%- endfor %}

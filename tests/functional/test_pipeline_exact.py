@@ -113,6 +113,7 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         want_base = "2" if rank_function == "rank" else "0"
         assert (props["lakerank.base_commit"], props["lakerank.commit_id"]) == (want_base, "3"), (table, props)
     if rank_function == "dense_rank":
+        assert_predicate_reads_match_the_views(lakerank)
         # Issue F.1 as reported: contract 1002 of project 21 ends with asc_rn 2.
         row = lakerank.table("fct_contract_rank", f"contract_id = {1002 + CONTRACT_OFFSET}").iloc[0]
         assert (row["mem_rn"], row["base_max_rn"], row["asc_rn"]) == (1, 1, 2)
@@ -164,6 +165,44 @@ def assert_checks_wait_for_the_fact(result) -> None:
         ("lakerank_lib_valid_rows_stg_", "lakerank_lib_valid_rows_int_contract_rank_rewrite"))]
     assert len(checks) == 2, sorted(done)
     assert all(started(r) >= fact_done for r in checks), [(r.node.name, started(r), fact_done) for r in checks]
+
+
+# Predicates over columns a commit changes (ranks shift, versions close, projects move),
+# over the key, and a subquery over another relation, as `lakerank_lib.merge_on_read_rows`
+# pushes them into a merge-on-read table's base and changes.
+PUSHED_READS = {
+    "fct_contract_rank": ["t.asc_rn between 2 and 5",
+                          "t.project_id in (select project_id from lakerank.fct_contract_rank__audit_log"
+                          " where rowkind = '-U')",
+                          "t.contract_id % 3 = 0 and t.segment_start >= timestamp_ntz '2024-02-01 00:00:00'"],
+    "dim_project_rank_version": ["coalesce(t.ver_end, timestamp_ntz '9999-12-31 23:59:59')"
+                                 " = timestamp_ntz '9999-12-31 23:59:59'", "t.base_max_rn >= 2"],
+    "int_project_rank_accumulation": ["t.max_rn >= 3"],
+}
+
+
+def assert_predicate_reads_match_the_views(lakerank) -> None:
+    """`lakerank_lib.merge_on_read_rows(table, predicate)` returns exactly the view's rows
+    under the predicate, with changes since the base that move rows in and out of it."""
+    checks = []
+    for table, predicates in PUSHED_READS.items():
+        relation = f"api.Relation.create(schema='lakerank', identifier='{table}', type='view')"
+        for i, predicate in enumerate(predicates):
+            pushed = f"{{{{ lakerank_lib.merge_on_read_rows({relation}, \"{predicate}\") }}}}"
+            viewed = f"(select * from lakerank.{table} as t where {predicate})"
+            checks.append(
+                f"select '{table} {i}' as read, (select count(*) from {viewed}) as n_view,"
+                f" (select count(*) from (select * from {pushed} except all select * from {viewed})) as extra,"
+                f" (select count(*) from (select * from {viewed} except all select * from {pushed})) as missing,"
+                # the base is the first build's (commit 0: asserted below)
+                f" (select count(*) from lakerank.{table}__audit_log where _commit_id > 0) as n_changes")
+    shown = lakerank.dbt("show", "--inline", " union all ".join(checks), "--limit", "-1")
+    rows = [dict(zip(("read", "n_view", "extra", "missing", "n_changes"), r))
+            for r in shown.result.results[0].agate_table.rows]
+    assert len(rows) == len(checks), rows
+    summary = [tuple(r.values()) for r in rows]
+    assert all(r["n_view"] > 0 and r["n_changes"] > 0 for r in rows), summary  # never vacuous
+    assert all(r["extra"] == 0 and r["missing"] == 0 for r in rows), summary
 
 
 def add_a_column_to_the_fact_table(lakerank, oracle, settings: dict, tmp_path: pathlib.Path) -> None:

@@ -169,7 +169,7 @@
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       {{ lakerank_lib.audit_diff(
-          '(' ~ (prior['query'] if prior else 'select * from ' ~ view_relation ~ ' as t where ' ~ predicate) ~ ')',
+          '(' ~ prior['query'] ~ ')' if prior else lakerank_lib.merge_on_read_rows(view_relation, predicate, cols),
           '(' ~ (query or sql) ~ ')', cols, primary_key, commit_id, with_commit_id=false) }}
     {%- endcall %}
     {% do adapter.lakerank_write_fault(location, lakerank_lib.write_fault()) %}
@@ -265,8 +265,10 @@
     delete removes it. A change is the key's newest when no change of a later commit has its
     key (a commit writes at most one after-image per key: its before image, if any, is not
     an upsert). Both branches are anti-joins rather than a window over the changes, so a
-    reader's filter on any column (a rewrite's scope, not only the key) reaches the changes
-    and the base below the joins; a window by key would read every change first. -#}
+    reader's filter on any column (a rewrite's scope, not only the key) reaches the base and
+    the newest changes below the joins; a window by key would read every change first. The
+    changes on the joins' other side are read whole unless the filter is put there too
+    (`merge_on_read_rows`). -#}
 {% macro merge_on_read_select(base, changes, cols, primary_key) -%}
     with changes as (
       {{ changes }}

@@ -13,7 +13,7 @@
     {%- endfor %}
      where false)
   {%- elif predicate is not none -%}
-    (select * from {{ this }} as t where {{ predicate }})
+    {{ lakerank_lib.merge_on_read_rows(this, predicate) }}
   {%- elif partition_column is not none -%}
     (select * from {{ this }}
      where {{ lakerank_lib.partition_filter(partition_column, partitions) }})

@@ -1,0 +1,28 @@
+{#- The rows of merge-on-read table `relation` that satisfy `predicate` (SQL over its
+    columns, alias `t`), as a parenthesised query of `columns` (default: all of them).
+
+    Filtering the view from outside reaches its base and its newest changes, but not the
+    changes on the other side of its anti-joins: every key of the audit log since the base
+    is read and broadcast twice, whatever the filter. Here the predicate is applied to the
+    base and to every change first. That is exact because a commit writes each changed
+    key's before image (-U, -D) beside its after image: any change that supersedes a row
+    satisfying the predicate carries that row's image, so it passes the predicate too and
+    still removes the row. The predicate must therefore depend on the row's own columns
+    (a subquery over other relations is fine; a comparison with other rows of this table is
+    not). A relation that is not a merge-on-read view (no recorded base) is filtered as is. -#}
+{% macro merge_on_read_rows(relation, predicate, columns=none) -%}
+  {%- set props = adapter.lakerank_tables_info([relation])[relation.identifier]['properties'] -%}
+  {%- set base_commit = props.get('lakerank.base_commit') -%}
+  {%- set primary_key = props.get('lakerank.primary_key') -%}
+  {%- if base_commit is none or not primary_key -%}
+    (select * from {{ relation }} as t where {{ predicate }})
+  {%- else -%}
+    {%- set base = lakerank_lib.side_table(relation, 'base') -%}
+    {%- set cols = columns or adapter.lakerank_query_schema(base | string) | map(attribute='name') | list -%}
+    ({{ lakerank_lib.merge_on_read_select(
+        '(select * from ' ~ base ~ ' as t where ' ~ predicate ~ ')',
+        'select * from ' ~ lakerank_lib.side_table(relation, 'audit_log') ~ ' as t where _commit_id > '
+          ~ base_commit ~ ' and (' ~ predicate ~ ')',
+        cols, primary_key.split(',')) }})
+  {%- endif -%}
+{%- endmacro %}
