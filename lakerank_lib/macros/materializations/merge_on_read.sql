@@ -191,16 +191,24 @@
     pass `compact_min_bytes` (parquet's per-file overhead makes tiny tables look 100 %
     changed). -#}
 {% macro merge_on_read_needs_compaction(parts, base_commit) -%}
-  {%- set deltas = [] -%}
-  {%- for spec, location in adapter.lakerank_partition_locations(parts['audit']).items() -%}
-    {%- if spec.split('=')[1] | int > base_commit -%}{%- do deltas.append(location) -%}{%- endif -%}
-  {%- endfor -%}
+  {%- set deltas = lakerank_lib.merge_on_read_changes(parts['audit'], base_commit) -%}
   {%- if deltas | length >= config.get('compact_commits', 10) | int -%}{{ return(true) }}{%- endif -%}
   {%- if deltas | length == 0 -%}{{ return(false) }}{%- endif -%}
   {%- set base_bytes = adapter.lakerank_path_bytes([adapter.lakerank_table_location(parts['base'])]) -%}
   {%- set delta_bytes = adapter.lakerank_path_bytes(deltas) -%}
   {{ return(delta_bytes >= config.get('compact_min_bytes', 16777216) | int
             and delta_bytes > config.get('compact_ratio', 0.5) | float * base_bytes) }}
+{%- endmacro %}
+
+
+{#- The locations of an audit log's partitions after commit `base_commit`: the changes a
+    merge-on-read view applies over its base. -#}
+{% macro merge_on_read_changes(audit, base_commit) -%}
+  {%- set deltas = [] -%}
+  {%- for spec, location in adapter.lakerank_partition_locations(audit).items() -%}
+    {%- if spec.split('=')[1] | int > base_commit -%}{%- do deltas.append(location) -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(deltas) }}
 {%- endmacro %}
 
 

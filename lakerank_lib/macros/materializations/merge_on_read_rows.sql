@@ -9,12 +9,17 @@
     satisfying the predicate carries that row's image, so it passes the predicate too and
     still removes the row. The predicate must therefore depend on the row's own columns
     (a subquery over other relations is fine; a comparison with other rows of this table is
-    not). A relation that is not a merge-on-read view (no recorded base) is filtered as is. -#}
-{% macro merge_on_read_rows(relation, predicate, columns=none) -%}
+    not). Pushing costs extra joins of the predicate, which small changes do not repay: the
+    view is filtered as is while the changes since the base hold less than `push_min_bytes`
+    (where the pipeline's rank rewrite lost and where it gained: docs/benchmarks.md), and
+    for a relation that is not a merge-on-read view (no recorded base). -#}
+{% macro merge_on_read_rows(relation, predicate, columns=none, push_min_bytes=33554432) -%}
   {%- set props = adapter.lakerank_tables_info([relation])[relation.identifier]['properties'] -%}
   {%- set base_commit = props.get('lakerank.base_commit') -%}
   {%- set primary_key = props.get('lakerank.primary_key') -%}
-  {%- if base_commit is none or not primary_key -%}
+  {%- if base_commit is none or not primary_key
+         or adapter.lakerank_path_bytes(lakerank_lib.merge_on_read_changes(
+                lakerank_lib.side_table(relation, 'audit_log'), base_commit | int)) < push_min_bytes -%}
     (select * from {{ relation }} as t where {{ predicate }})
   {%- else -%}
     {%- set base = lakerank_lib.side_table(relation, 'base') -%}
@@ -26,3 +31,4 @@
         cols, primary_key.split(',')) }})
   {%- endif -%}
 {%- endmacro %}
+
