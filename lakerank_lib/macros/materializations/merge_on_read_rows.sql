@@ -1,5 +1,6 @@
 {#- The rows of merge-on-read table `relation` that satisfy `predicate` (SQL over its
-    columns, alias `t`), as a parenthesised query of `columns` (default: all of them).
+    columns, alias `t`), as a parenthesised query: of `columns` (default: all of them) when
+    pushed, of all the table's columns when the view is filtered as is.
 
     Filtering the view from outside reaches its base and its newest changes, but not the
     changes on the other side of its anti-joins: every key of the audit log since the base
