@@ -11,7 +11,7 @@ def check_exact(home: pathlib.Path) -> dict:
     import duckdb
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.lakerank.connections import home_spark_conf
+    from dbt.adapters.lakerank.session import home_spark_conf
 
     export = home / "bench_export"
     shutil.rmtree(export, ignore_errors=True)

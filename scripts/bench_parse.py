@@ -34,7 +34,7 @@ def main() -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from dbt.adapters.lakerank.connections import JVM_FLAGS
+    from dbt.adapters.lakerank.session import JVM_FLAGS
     from python_udfs.ingest.contract_lines import parse_contract_lines
 
     spark = (SparkSession.builder.master("local[2]")

@@ -65,7 +65,7 @@ def main() -> None:
     step = max(1, args.rows // args.keys)
     t_small = dbt("run", first=0, last=step * args.keys, step=step, tag="b")
 
-    from dbt.adapters.lakerank.connections import current_thread_session
+    from dbt.adapters.lakerank.session import current_thread_session
 
     spark = current_thread_session()
     snaps = spark.sql(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import time
 
-from dbt.adapters.lakerank.connections import process_session, start_embedded_session
+from dbt.adapters.lakerank.session import process_session, start_embedded_session
 
 SETTINGS = {
     "spark.master": "local[2]",

@@ -24,7 +24,7 @@ from test_rank_regressions import scenario_batch
 
 import cdc
 from checks import assert_all_exact
-from dbt.adapters.lakerank.connections import stop_embedded_session
+from dbt.adapters.lakerank.session import stop_embedded_session
 
 
 def _free_port() -> int:

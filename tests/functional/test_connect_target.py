@@ -27,6 +27,7 @@ from test_rank_regressions import scenario_batch
 import cdc
 from checks import assert_all_exact
 from dbt.adapters.lakerank import serve
+from dbt.adapters.lakerank.home import read_state
 from dbt.adapters.lakerank.remote import close_connect_sessions, connect_session
 from lakerank_project import ROOT
 
@@ -38,7 +39,7 @@ def served_home(lakerank, monkeypatch):
     args = ["serve", "--home", home, "--port", "0", "--project-dir", str(ROOT)]
     assert serve.main([*args, "--background"]) == 0
     monkeypatch.setenv("LAKERANK_TARGET", "connect")
-    state = serve.read_state(home)
+    state = read_state(home)
     spark, _endpoint = connect_session(home)
     lakerank.spark = lambda: spark  # the checks read the marts over Connect too
     try:

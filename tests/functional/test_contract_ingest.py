@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from dbt.adapters.lakerank.connections import JVM_FLAGS
+from dbt.adapters.lakerank.session import JVM_FLAGS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if ROOT not in sys.path:

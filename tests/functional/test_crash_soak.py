@@ -89,7 +89,7 @@ def test_kills_at_every_commit_step_and_at_random_then_rerun_is_exact(runner, tm
         worker.join()
     killed, rc, out = first["result"]
     assert rc == 0, out[-3000:]
-    from dbt.adapters.lakerank.connections import stop_embedded_session
+    from dbt.adapters.lakerank.session import stop_embedded_session
 
     stop_embedded_session()  # this process's JVM stays off the soaked home
 

@@ -727,7 +727,7 @@ def test_ls_on_a_built_home_starts_no_session(built):
     stopped."""
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.lakerank.connections import stop_embedded_session
+    from dbt.adapters.lakerank.session import stop_embedded_session
 
     stop_embedded_session()
     pipeline = Lakerank(built.runner, built.home)

@@ -238,7 +238,7 @@ class VectorRun:
 
     # ------------------------------------------------------------------ spark
     def spark(self):
-        from dbt.adapters.lakerank.connections import current_thread_session
+        from dbt.adapters.lakerank.session import current_thread_session
 
         return current_thread_session()
 

@@ -154,7 +154,7 @@ def _engine_state(pk: PkProject) -> dict:
 
 @pytest.mark.skipif(DBT is None, reason="dbt CLI not on PATH")
 def test_killed_commits_of_every_merge_engine_end_as_uninterrupted(runner, tmp_path):
-    from dbt.adapters.lakerank.connections import stop_embedded_session
+    from dbt.adapters.lakerank.session import stop_embedded_session
 
     models = {m: ENGINE_MODEL.format(options=o) for m, o in ENGINE_OPTIONS.items()}
     inputs = [FIRST, SECOND, THIRD]

@@ -18,7 +18,7 @@ def test_second_build_on_a_busy_home_refuses_at_once(lakerank):
     home.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from dbt.adapters.lakerank.connections import acquire_build_lock;"
+         "import sys, time; from dbt.adapters.lakerank.home import acquire_build_lock;"
          "acquire_build_lock(sys.argv[1]); print('locked', flush=True); time.sleep(120)", str(home)],
         stdout=subprocess.PIPE, text=True, start_new_session=True,
     )

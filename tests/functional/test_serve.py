@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from dbt.adapters.lakerank import serve
-from dbt.adapters.lakerank.connections import LakerankBusyError, acquire_build_lock, release_build_lock
+from dbt.adapters.lakerank.home import LakerankBusyError, acquire_build_lock, alive, release_build_lock
 from lakerank_project import ROOT
 
 CLIENT = textwrap.dedent("""\
@@ -50,7 +50,7 @@ def test_serve_answers_a_connect_client_on_the_homes_warehouse_and_stops(tmp_pat
     finally:
         assert serve.main(["serve", "--home", home, "--stop"]) == 0
     assert not (tmp_path / "home" / "serve.json").exists()
-    assert not serve._alive(state["pid"])
+    assert not alive(state["pid"])
     # it stopped Spark itself: no traceback of a session whose JVM was killed under it
     assert "Traceback" not in (tmp_path / "home" / "logs" / "serve.log").read_text()
     acquire_build_lock(home)  # the lock went with the server

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dbt.adapters.lakerank.connections import env_spark_conf
+from dbt.adapters.lakerank.session import env_spark_conf
 from lakerank_project import ROOT
 
 
@@ -93,7 +93,7 @@ def test_a_thread_connecting_mid_invocation_keeps_a_models_settings(lakerank):
 
     from dbt_common.invocation import get_invocation_id, reset_invocation_id
 
-    from dbt.adapters.lakerank.connections import use_home
+    from dbt.adapters.lakerank.session import use_home
 
     key = "spark.sql.sources.partitionOverwriteMode"
     _show(lakerank, "select 1 as one")  # the session on this home, the profile applied

@@ -54,7 +54,7 @@ class Lakerank:
         return result
 
     def spark(self):
-        from dbt.adapters.lakerank.connections import current_thread_session
+        from dbt.adapters.lakerank.session import current_thread_session
 
         return current_thread_session()
 

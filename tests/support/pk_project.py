@@ -44,7 +44,7 @@ class PkProject:
         return res
 
     def spark(self):
-        from dbt.adapters.lakerank.connections import current_thread_session
+        from dbt.adapters.lakerank.session import current_thread_session
 
         return current_thread_session()
 

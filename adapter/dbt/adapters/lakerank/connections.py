@@ -1,22 +1,13 @@
-"""Connections for lakerank: dbt-spark's, plus the embedded-session set-up.
-
-For ``method: session`` the plugin owns everything that must be decided before
-the JVM starts or the metastore opens: where ``LAKERANK_HOME`` is, the pinned
-Derby metastore and warehouse inside it, fast-start JVM flags, and the
-per-home build lock that makes a second concurrent build refuse at once.
-"""
+"""dbt's connections for lakerank: dbt-spark's ``session`` method, opened on the process's
+embedded SparkSession (:mod:`session`, on the LAKERANK_HOME :mod:`home` resolves) or, for
+``engine: connect``, on a Spark Connect session (:mod:`remote`)."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import threading
-import time
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Optional
 
 from dbt.adapters.contracts.connection import Connection
-from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
@@ -26,307 +17,10 @@ from dbt.adapters.spark.session import Connection as SessionConnection
 from dbt.adapters.spark.session import Cursor
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.lakerank.home_origin import check_home_origin
-from dbt.adapters.lakerank.java_check import check_java
+from dbt.adapters.lakerank.home import resolve_home
 from dbt.adapters.lakerank.literals import BindingWrapper
-from python_udfs.jvm import jvm_class
-
-logger = AdapterLogger("lakerank")
-
-# C1 only starts fast; it also shrinks the default code cache to 48 MB, which Spark's generated
-# code fills in a long build ("Out of space in CodeCache"): reserve more. Metaspace starts at
-# 256 MB: Spark's classes outgrow the default 21 MB trigger in stages, five full GCs (~0.4 s)
-# in every process start.
-# LAKERANK_JVM_FLAGS replaces them (e.g. C2 for a long-lived process with cores to spare; the
-# tests keep C1: their two JVMs share two cores, docs/benchmarks.md).
-JVM_FLAGS = os.environ.get(
-    "LAKERANK_JVM_FLAGS",
-    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:MetaspaceSize=256m -XX:+UseSerialGC -Xss4m",
-)
-
-# One lock file descriptor per home, held for the life of the process (a
-# second flock on a new descriptor would conflict with our own lock).
-_LOCKS: Dict[str, int] = {}
-_ACTIVE_HOME: Optional[str] = None
-# dbt opens one connection per thread: starting (or switching) the session and taking the
-# home's lock happen once, under this lock (two threads flocking the same home on two
-# descriptors would refuse each other).
-_SESSION_LOCK = threading.RLock()
-
-
-class LakerankBusyError(DbtRuntimeError):
-    """Another process is building on the same LAKERANK_HOME."""
-
-
-def project_dir() -> str:
-    try:
-        from dbt.flags import get_flags
-
-        flags_dir = getattr(get_flags(), "PROJECT_DIR", None)
-    except Exception:  # pragma: no cover - flags not set outside a dbt run
-        flags_dir = None
-    return os.path.abspath(flags_dir or os.getcwd())
-
-
-def resolve_home(configured: Optional[str] = None) -> str:
-    """``LAKERANK_HOME``, else the profile's ``lakerank_home``, else ``<project>/.lakerank``."""
-    home = os.environ.get("LAKERANK_HOME") or configured or os.path.join(project_dir(), ".lakerank")
-    if not os.path.isabs(home):
-        home = os.path.join(project_dir(), home)
-    return os.path.abspath(home)
-
-
-def lock_home(home: str, holder: str, busy_message: str, name: str = "build.lock") -> int:
-    """Take the home's exclusive lock (``name``) and return its descriptor, with
-    ``holder`` written into it; refuse with ``busy_message`` (``{home}`` and ``{holder}``
-    filled in) when another process holds it.
-
-    ``flock`` is released by the kernel when the process dies (kill -9
-    included), so a crashed build never leaves a stale lock behind.
-    """
-    os.makedirs(home, exist_ok=True)
-    fd = os.open(os.path.join(home, name), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        other = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise LakerankBusyError(busy_message.format(home=home, holder=other)) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{holder} since {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
-    return fd
-
-
-def acquire_build_lock(home: str, holder: Optional[str] = None) -> None:
-    """Take the home's build lock for this process or refuse with a clear message."""
-    if home in _LOCKS:
-        return
-    _LOCKS[home] = lock_home(
-        home, holder or f"pid {os.getpid()}",
-        "lakerank: another build is already running on LAKERANK_HOME={home} ({holder}). "
-        "Refusing to start; nothing was changed. Wait for it to finish, or use another LAKERANK_HOME.")
-
-
-def release_build_lock(home: str) -> None:
-    fd = _LOCKS.pop(home, None)
-    if fd is not None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
-def metastore_path(home: str) -> str:
-    """The embedded target's Derby metastore of ``home`` (created by its first session)."""
-    return os.path.join(home, "metastore_db")
-
-
-def home_spark_conf(home: str) -> Dict[str, str]:
-    """Spark settings that put every file the embedded target writes under ``home``."""
-    return {
-        "spark.sql.warehouse.dir": os.path.join(home, "warehouse"),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={metastore_path(home)};create=true"
-        ),
-        "spark.sql.streaming.checkpointLocation": os.path.join(home, "checkpoints", "_default"),
-        "spark.local.dir": os.path.join(home, "tmp"),
-        "spark.lakerank.home": home,
-        # DataNucleus' level-2 cache keeps the metastore's table and partition objects in
-        # this JVM between metastore transactions (~5 % on a Paimon vectors subset, within
-        # this box's drift: docs/benchmarks.md, tenth session). Safe here: the home's Derby
-        # database is embedded, and Derby
-        # boots a database in one JVM only, so no other process changes it under the cache;
-        # another home (or a return to this one) gets a new DataNucleus factory and an
-        # empty cache. A shared metastore server would need it off.
-        "spark.hadoop.datanucleus.cache.level2": "true",
-        "spark.hadoop.datanucleus.cache.level2.type": "soft",
-        # Derby's metastore cannot filter on non-string partition columns
-        # (bigint commit ids, timestamp segments): prune on the client instead.
-        "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
-        # The fast fallback rejects every predicate on a TIMESTAMP_NTZ partition column
-        # ("Expected only partition pruning predicates", Spark 4.3): use the plain one.
-        "spark.sql.hive.metastorePartitionPruningFastFallback": "false",
-        # Constraint propagation explodes on lakerank's change-diff queries (a full outer
-        # join with one null-safe comparison per column): 20 s of planning for 10 rows.
-        "spark.sql.constraintPropagation.enabled": "false",
-    }
-
-
-def env_spark_conf() -> Dict[str, str]:
-    """``LAKERANK_SPARK_CONF="k1=v1,k2=v2"``: Spark settings over the profile's
-    ``server_side_parameters`` for one run (e.g. an A/B measurement), without editing it.
-    Read when the process starts its session; a value cannot contain a comma."""
-    out = {}
-    for item in os.environ.get("LAKERANK_SPARK_CONF", "").split(","):
-        if item.strip():
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ValueError(f"LAKERANK_SPARK_CONF: expected key=value, got {item!r}")
-            out[key.strip()] = value.strip()
-    return out
-
-
-def start_embedded_session(home: str, params: Dict[str, str]):
-    """Create (or reuse) the process's SparkSession for ``home``.
-
-    One JVM serves every dbt invocation of the process. If the active session
-    belongs to another home it is stopped first, so two homes never share a
-    metastore or warehouse.
-    """
-    with _SESSION_LOCK:
-        _start_embedded_session(home, params)
-
-
-def stop_embedded_session() -> None:
-    """Stop the process's session and release its home (e.g. before its cluster goes away)."""
-    with _SESSION_LOCK:
-        _stop_active_session()
-
-
-def _stop_active_session() -> None:
-    global _ACTIVE_HOME
-    from pyspark.sql import SparkSession
-
-    active = SparkSession._instantiatedSession
-    if active is not None:
-        active.stop()
-        _reset_hive_client()
-    if _ACTIVE_HOME is not None:
-        release_build_lock(_ACTIVE_HOME)
-    _ACTIVE_HOME = None
-
-
-def _start_embedded_session(home: str, params: Dict[str, str]):
-    global _ACTIVE_HOME
-    from pyspark.sql import SparkSession
-
-    active = SparkSession._instantiatedSession  # the process-wide session (active is per thread)
-    if active is not None and _ACTIVE_HOME not in (None, home):
-        _stop_active_session()
-        active = None
-    if active is None:
-        check_java()  # a clear error naming what to install, never a dead JVM's traceback (issue G.5)
-    acquire_build_lock(home)  # first: a build refused for a busy home writes nothing
-    if active is None:
-        try:
-            check_home_origin(home)  # once per session start: the session stays on this home
-        except Exception:
-            release_build_lock(home)
-            raise
-        os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
-        from dbt.adapters.lakerank.jvm_archive import archive_flag  # AppCDS: half the JVM's start-up
-
-        os.environ.setdefault(
-            "PYSPARK_SUBMIT_ARGS",
-            f'--driver-java-options "{JVM_FLAGS} {archive_flag()} -Dderby.system.home={home}" pyspark-shell',
-        )
-        builder = SparkSession.builder.enableHiveSupport()
-        for key, value in {**params, **env_spark_conf(), **home_spark_conf(home)}.items():
-            builder = builder.config(key, value)
-        spark = builder.getOrCreate()
-        _APPLIED.pop("embedded", None)  # a new session has none of the runtime settings yet
-        spark.sparkContext.setLogLevel("ERROR")
-        # Bind the new session's metastore client from a thread with no stale Hive client.
-        jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
-        spark.catalog.databaseExists("default")
-        _THREAD_HOMES[threading.get_ident()] = home
-    _ACTIVE_HOME = home
-
-
-def use_home(home: str, params: Dict[str, str]) -> None:
-    """Put the process's session on ``home`` (started or switched) with the profile's
-    runtime settings, once per invocation (:func:`settings_due`): what opening an embedded
-    connection does."""
-    start_embedded_session(home, params)
-    with _SESSION_LOCK:
-        if settings_due("embedded", {**params, **env_spark_conf()}):
-            apply_runtime_conf(params)
-
-
-def home_session(home: str, params: Dict[str, str]):
-    """The process's SparkSession on ``home``, put there first (:func:`use_home`) if the
-    process has none or has another home's: for adapter calls that may come before the
-    invocation's first statement opened its connection (a macro reading the metastore
-    while compiling), which would otherwise read another home's metastore."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession._instantiatedSession
-    if spark is None or spark._sc._jsc is None or _ACTIVE_HOME != home:
-        use_home(home, params)
-    return current_thread_session()
-
-
-def process_session():
-    """The process's SparkSession, without going through ``SparkSession.builder``.
-
-    ``builder.getOrCreate()`` on a running session re-applies every option the (process-wide)
-    builder ever received, one py4j round trip each: dbt-spark called it before every SQL
-    statement, ~30 % of a small pk_table commit's Python time (py-spy, docs/benchmarks.md).
-    """
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession._instantiatedSession
-    if spark is None or spark._sc._jsc is None:
-        spark = SparkSession.builder.getOrCreate()
-    return spark
-
-
-def current_thread_session():
-    """The process's SparkSession, with this thread's Hive client bound to its metastore
-    and the session set as the thread's active one.
-
-    Hive caches a metastore client per thread; a thread that used the session of another
-    home (or a session started outside dbt) would otherwise keep reading that metastore.
-    PySpark's functions look the thread's active session up (and fall back to the builder).
-    """
-    spark = process_session()
-    home = _ACTIVE_HOME or spark.conf.get("spark.lakerank.home", None)
-    if home is not None and _THREAD_HOMES.get(threading.get_ident()) != home:
-        jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
-        jvm_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(spark._jsparkSession)
-        _THREAD_HOMES[threading.get_ident()] = home
-    return spark
-
-
-# What each engine's session last had applied, as (invocation id, settings). dbt opens a
-# connection per thread, and all threads of a process share one session: the profile's
-# settings go on once per invocation, before its first statement, never again from a thread
-# that connects later, which would undo a setting a running model made
-# (`set spark.sql.sources.partitionOverwriteMode = DYNAMIC` back to `static` under an
-# insert_overwrite).
-_APPLIED: Dict[str, tuple] = {}
-
-
-def settings_due(engine: str, settings: Dict[str, str]) -> bool:
-    """Whether ``settings`` are still to be applied to ``engine``'s session in this dbt
-    invocation (and marks them applied): true for the invocation's first connection and
-    whenever the settings differ from the last applied (another profile, a new session)."""
-    from dbt_common.invocation import get_invocation_id
-
-    mark = (get_invocation_id(), tuple(sorted((k, str(v)) for k, v in settings.items())))
-    with _SESSION_LOCK:
-        if _APPLIED.get(engine) == mark:
-            return False
-        _APPLIED[engine] = mark
-        return True
-
-
-def apply_runtime_conf(params: Dict[str, str]) -> None:
-    """Set the profile's runtime SQL settings (then ``LAKERANK_SPARK_CONF``'s) on the running
-    session: one process serves invocations with different profiles (e.g. another
-    ``LAKERANK_TIMEZONE``), and static settings only take effect at JVM start."""
-    spark = process_session()
-    for key, value in {**params, **env_spark_conf()}.items():
-        if spark.conf.isModifiable(key):
-            spark.conf.set(key, str(value))
-
-
-_THREAD_HOMES: Dict[int, str] = {}
-
-
-def _reset_hive_client() -> None:
-    """Forget the JVM's cached Hive client so the next session opens its own metastore."""
-    from pyspark import SparkContext
-
-    SparkContext._active_spark_context = None  # type: ignore[attr-defined]
+from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session, lock_connect_builds
+from dbt.adapters.lakerank.session import apply_once, current_thread_session, env_spark_conf, use_home
 
 
 @dataclass
@@ -352,14 +46,11 @@ class LakerankConnectionManager(SparkConnectionManager):
         if creds.method != SparkConnectionMethod.SESSION or connection.state == "open":
             return super().open(connection)
         if creds.engine == "connect":
-            from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session, lock_connect_builds
-
             home = resolve_home(creds.lakerank_home)
             spark, _endpoint = connect_session(home)
             params = dict(creds.server_side_parameters)
-            with _SESSION_LOCK:
-                if settings_due(f"connect:{spark.session_id}", {**params, **env_spark_conf()}):
-                    apply_connect_conf(spark, params)
+            apply_once(f"connect:{spark.session_id}", {**params, **env_spark_conf()},
+                       lambda: apply_connect_conf(spark, params))
             lock_connect_builds(home)
             connection = super().open(connection)
             connection.handle = BindingWrapper(_SessionConnection(spark))
@@ -372,7 +63,7 @@ class LakerankConnectionManager(SparkConnectionManager):
 
 class _SessionCursor(Cursor):
     """dbt-spark's session cursor on the process's session (its own re-applies the profile
-    through ``SparkSession.builder`` on every statement: see :func:`process_session`), or on
+    through ``SparkSession.builder`` on every statement: see :func:`session.process_session`), or on
     a Spark Connect session (the connect target)."""
 
     def __init__(self, spark=None) -> None:

@@ -11,12 +11,9 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
 
 from dbt.adapters.lakerank.commits import CommitMixin
-from dbt.adapters.lakerank.connections import (
-    LakerankConnectionManager,
-    metastore_path,
-    resolve_home,
-)
-from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
+from dbt.adapters.lakerank.connections import LakerankConnectionManager
+from dbt.adapters.lakerank.home import metastore_path, resolve_home
+from dbt.adapters.lakerank.python_job import SessionPythonJobHelper, ship_python_udfs
 from dbt.adapters.lakerank.remote import driver_side
 from dbt.adapters.lakerank.storage import StorageMixin
 
@@ -117,7 +114,6 @@ class LakerankAdapter(StorageMixin, CommitMixin, SparkAdapter):
     def lakerank_pk_merge(self, input_view: str, stored_view: str, spec, columns, out_view: str) -> str:
         """Register ``out_view`` with the commit's per-key merge (python_udfs.commit.pk_commit)."""
         import python_udfs
-        from dbt.adapters.lakerank.python_job import ship_python_udfs
         from python_udfs.commit.pk_commit import merge_commit
 
         spark = self._session()

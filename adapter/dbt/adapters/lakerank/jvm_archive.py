@@ -17,37 +17,14 @@ path, e.g. extra jars), the JVM runs without it (`-Xshare:auto`) and prints a wa
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from typing import Optional
 
-
-def archive_path() -> Optional[str]:
-    """Where this machine's archive lives (it may not exist yet); None when disabled or no
-    Java is found."""
-    if os.environ.get("LAKERANK_JVM_ARCHIVE", "").lower() in ("off", "0", "false"):
-        return None
-    java_home = os.environ.get("JAVA_HOME")
-    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
-    if not java or not os.path.exists(java):
-        return None
-    import pyspark
-
-    java = os.path.realpath(java)
-    key = f"{java}:{os.path.getmtime(java)}:{pyspark.__version__}:{os.path.dirname(pyspark.__file__)}"
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "lakerank", f"jvm-{hashlib.sha1(key.encode()).hexdigest()[:16]}.jsa")
-
-
-def archive_flag() -> str:
-    """The JVM flag that maps the archive, or '' when there is none."""
-    path = archive_path()
-    return f"-XX:SharedArchiveFile={path}" if path and os.path.exists(path) else ""
-
+from dbt.adapters.lakerank.java_check import LakerankJavaError, check_java
+from dbt.adapters.lakerank.session import JVM_FLAGS, archive_path
 
 _WORKLOAD = """
 import os, sys
@@ -69,9 +46,6 @@ def build(force: bool = False) -> Optional[str]:
     """Build the archive (a short Spark session with a Hive metastore, a write and a query,
     its loaded classes dumped at exit) under a temporary name, then move it into place.
     Returns its path, or None when disabled; without a usable Java, java_check's error."""
-    from dbt.adapters.lakerank.connections import JVM_FLAGS
-    from dbt.adapters.lakerank.java_check import check_java
-
     check_java()  # no Java or too old: the clear error (java_check.py), not the dump's JVM output
     path = archive_path()
     if path is None or (os.path.exists(path) and not force):
@@ -93,8 +67,6 @@ def build(force: bool = False) -> Optional[str]:
 
 
 if __name__ == "__main__":
-    from dbt.adapters.lakerank.java_check import LakerankJavaError
-
     try:
         print(build(force="--force" in sys.argv) or "lakerank: no JVM archive (disabled)")
     except LakerankJavaError as exc:

@@ -17,7 +17,9 @@ from typing import Any, Dict
 from dbt.adapters.base.impl import PythonJobHelper
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.lakerank.connections import project_dir
+from dbt.adapters.lakerank.home import project_dir
+from dbt.adapters.lakerank.remote import target_driver
+from dbt.adapters.lakerank.session import current_thread_session
 
 _SHIPPED: set = set()
 
@@ -46,9 +48,6 @@ class SessionPythonJobHelper(PythonJobHelper):
         self.credential = credential
 
     def submit(self, compiled_code: str) -> Any:
-        from dbt.adapters.lakerank.connections import current_thread_session
-        from dbt.adapters.lakerank.remote import target_driver
-
         name = self.parsed_model.get("alias") or self.parsed_model.get("name", "model")
         method = str(getattr(self.credential, "method", "session"))
         if method != "session":

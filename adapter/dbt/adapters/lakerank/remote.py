@@ -1,4 +1,4 @@
-"""The `connect` target's driver-side calls (issue E.2).
+"""The `connect` target's client: its Spark Connect session and its driver-side calls.
 
 Over Spark Connect the dbt process has no JVM: its SQL goes through the Connect client, but
 lakerank's commits also need the driver's catalog and filesystem APIs (partition swaps, table
@@ -9,10 +9,9 @@ target runs, on the server's session *of the calling Connect client* (looked up 
 client's user and session id), so the temporary views a model's SQL created over Connect are
 the ones the driver-side call sees.
 
-- client: :func:`driver_side` wraps each driver-side adapter method; on the connect target
-  the call goes to :class:`RemoteDriver` instead of running here.
-- server: :class:`DriverOps` (the storage and commit mixins on a given session) behind
-  :func:`serve_driver_ops`.
+:func:`driver_side` wraps each driver-side adapter method; on the connect target the call
+goes to :class:`RemoteDriver` instead of running here. The server's end is
+:mod:`driver_ops`.
 """
 
 from __future__ import annotations
@@ -21,15 +20,14 @@ import functools
 import json
 import os
 import threading
-import traceback
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.lakerank.connections import _SESSION_LOCK, env_spark_conf, resolve_home
+from dbt.adapters.lakerank.home import hold_lock, lock_home, read_state, resolve_home
+from dbt.adapters.lakerank.session import env_spark_conf
 
 REL = "__lakerank_relation__"
 
@@ -89,8 +87,6 @@ def connect_endpoint(home: str) -> Dict[str, str]:
     url = os.environ.get("LAKERANK_CONNECT_URL", "")
     if url:
         return {"url": url, "driver": os.environ.get("LAKERANK_DRIVER_URL", "")}
-    from dbt.adapters.lakerank.serve import read_state
-
     state = read_state(home)
     if state is None:
         raise DbtRuntimeError(
@@ -100,13 +96,14 @@ def connect_endpoint(home: str) -> Dict[str, str]:
 
 
 _CONNECT: Dict[str, Any] = {}
+_CONNECT_LOCK = threading.RLock()  # dbt's threads open their connections at once
 
 
 def connect_session(home: str):
     """This process's Spark Connect session and endpoint for ``home`` (resolved once per home
     and ``LAKERANK_CONNECT_URL``: every driver-side call asks for them)."""
     key = home + "|" + os.environ.get("LAKERANK_CONNECT_URL", "")
-    with _SESSION_LOCK:
+    with _CONNECT_LOCK:
         if key not in _CONNECT:
             from pyspark.sql.connect.session import SparkSession as ConnectSession
 
@@ -118,7 +115,7 @@ def connect_session(home: str):
 def close_connect_sessions() -> None:
     """Close this process's Connect sessions (before their server stops: a client left open
     retries the dead server when the process exits)."""
-    with _SESSION_LOCK:
+    with _CONNECT_LOCK:
         while _CONNECT:
             _key, (spark, _endpoint) = _CONNECT.popitem()
             try:
@@ -137,23 +134,12 @@ def lock_connect_builds(home: str) -> None:
     test`, other Connect clients) take nothing. Only where the home is on this machine."""
     from dbt.flags import get_flags
 
-    from dbt.adapters.lakerank.connections import _LOCKS
-
-    key = home + "#connect"
     if getattr(get_flags(), "WHICH", None) not in WRITING_COMMANDS or not os.path.isdir(home):
         return
-    with _SESSION_LOCK:  # dbt's threads open their connections at once
-        if key not in _LOCKS:
-            _LOCKS[key] = _lock_connect(home)
-
-
-def _lock_connect(home: str) -> int:
-    from dbt.adapters.lakerank.connections import lock_home
-
-    return lock_home(
+    hold_lock(home + "#connect", lambda: lock_home(
         home, f"dbt pid {os.getpid()} through lakerank serve",
         "lakerank: another build is already running on LAKERANK_HOME={home} through its server ({holder}). "
-        "Refusing to start; nothing was changed. Wait for it to finish.", name="connect-build.lock")
+        "Refusing to start; nothing was changed. Wait for it to finish.", name="connect-build.lock"))
 
 
 def apply_connect_conf(spark, params: Dict[str, str]) -> None:
@@ -193,83 +179,3 @@ def driver_side(fn: Callable) -> Callable:
         return remote.call(fn.__name__, args, kwargs)
 
     return call
-
-
-# -- server side ------------------------------------------------------------------------
-
-
-def client_session(spark, user_id: str, session_id: str):
-    """The server's (classic) SparkSession behind one Connect client's session."""
-    from pyspark.sql import SparkSession
-
-    from python_udfs.jvm import jvm_class
-
-    holder = jvm_class(spark, "org.apache.spark.sql.connect.service.SparkConnectService").getOrCreateIsolatedSession(
-        user_id, session_id, jvm_class(spark, "scala.Option").empty())
-    jsession = holder.session()
-    jvm_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(jsession)
-    jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
-    return SparkSession(spark.sparkContext, jsparkSession=jsession)
-
-
-def serve_driver_ops(spark, home: str, host: str, port: int) -> ThreadingHTTPServer:
-    """Start the driver endpoint on ``host:port`` (a daemon thread) and return its server."""
-    from dbt.adapters.lakerank.commits import CommitMixin
-    from dbt.adapters.lakerank.storage import StorageMixin
-
-    class DriverOps(StorageMixin, CommitMixin):
-        """The adapter's driver-side methods on one client's session."""
-
-        def __init__(self, session) -> None:
-            self.session = session
-
-        def _remote_driver(self) -> Optional[RemoteDriver]:
-            return None
-
-        def _session(self):
-            return self.session
-
-        def lakerank_home(self) -> str:
-            return home
-
-        def _nothing_to_introspect(self) -> bool:
-            return False
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_args) -> None:  # the serve log holds Spark's output only
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            try:
-                session = client_session(spark, request["user_id"], request["session_id"])
-                method = request["method"]
-                if method == "run_python_model":
-                    result = run_python_model(session, *request["args"])
-                else:
-                    ops = DriverOps(session)
-                    if not getattr(getattr(ops, method, None), "_is_available_", False):
-                        raise DbtRuntimeError(f"lakerank serve: no driver-side method {method!r}")
-                    result = getattr(ops, method)(*decode(request["args"]), **decode(request["kwargs"]))
-                reply = {"result": encode(result)}
-            except Exception as exc:  # the client raises it as a dbt error
-                detail = str(exc) if isinstance(exc, DbtRuntimeError) else f"{type(exc).__name__}: {exc}"
-                reply = {"error": detail, "trace": traceback.format_exc(limit=5)}
-            body = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="lakerank-driver-ops", daemon=True).start()
-    return server
-
-
-def run_python_model(session, name: str, compiled_code: str, root: str) -> Any:
-    """A dbt Python model on the server's driver (python_job.run_model there)."""
-    from dbt.adapters.lakerank.python_job import run_model
-
-    return run_model(session, name, compiled_code, root)

@@ -3,7 +3,7 @@
 The server is a Python Spark driver (`run_driver`) with the same warehouse, Derby metastore
 and Spark settings as the embedded `local` target (the profile's `server_side_parameters` plus
 the home's settings). Its JVM runs the wheel's Spark Connect service; beside it, lakerank's
-driver endpoint (remote.py) runs the commits' catalog and filesystem calls and the Python
+driver endpoint (driver_ops.py) runs the commits' catalog and filesystem calls and the Python
 models for `--target connect` clients. It listens on 127.0.0.1 by default, records where in
 `$LAKERANK_HOME/serve.json`, logs to `$LAKERANK_HOME/logs/serve.log`, and holds the home's
 build lock for its whole life, so an embedded `dbt build` on the same home refuses at once
@@ -27,13 +27,20 @@ from typing import Dict, List, Optional
 
 from py4j.protocol import Py4JError
 
-from dbt.adapters.lakerank.connections import (
-    JVM_FLAGS,
+from dbt.adapters.lakerank.driver_ops import serve_driver_ops
+from dbt.adapters.lakerank.home import (
     LakerankBusyError,
+    acquire_build_lock,
+    alive,
     lock_home,
+    read_state,
+    ready_path,
     resolve_home,
+    state_path,
 )
 from dbt.adapters.lakerank.java_check import LakerankJavaError, check_java
+from dbt.adapters.lakerank.session import JVM_FLAGS, current_thread_session, start_embedded_session
+from python_udfs.jvm import jvm_class
 
 SERVICE_CLASS = "org.apache.spark.sql.connect.service.SparkConnectService"
 DEFAULT_PORT = 15002
@@ -42,42 +49,6 @@ READY_TIMEOUT_S = 180
 
 class ServeError(RuntimeError):
     """A clear, user-facing refusal (printed without a traceback)."""
-
-
-def state_path(home: str) -> str:
-    return os.path.join(home, "serve.json")
-
-
-def ready_path(home: str) -> str:
-    """Where the server process says it is listening, once both of its services are."""
-    return os.path.join(home, "serve.ready.json")
-
-
-def read_state(home: str) -> Optional[Dict]:
-    """The running server of ``home`` (None when there is none; a stale file is ignored)."""
-    try:
-        with open(state_path(home), encoding="utf-8") as fh:
-            state = json.load(fh)
-    except (FileNotFoundError, ValueError):
-        return None
-    return state if _alive(int(state.get("pid", 0))) else None
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (an exited child its parent has not reaped yet does not)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def profile_spark_conf(project_dir: str, target: str) -> Dict[str, str]:
@@ -113,11 +84,7 @@ def server_command(home: str, host: str, port: int, conf: Dict[str, str]) -> Lis
 def run_driver(home: str, host: str, port: int, conf: Dict[str, str]) -> None:
     """The server's life: the home's embedded session (build lock, warehouse, metastore), Spark
     Connect started on its SparkContext, and the lakerank driver endpoint beside it
-    (remote.py); until SIGTERM."""
-    from dbt.adapters.lakerank.connections import acquire_build_lock, current_thread_session, start_embedded_session
-    from dbt.adapters.lakerank.remote import serve_driver_ops
-    from python_udfs.jvm import jvm_class
-
+    (driver_ops.py); until SIGTERM."""
     acquire_build_lock(home, f"lakerank serve on port {port}, pid {os.getpid()}")
     start_embedded_session(home, conf)
     spark = current_thread_session()
@@ -236,7 +203,7 @@ def _stop_process(pid: int, timeout_s: float = 30) -> None:
     except ProcessLookupError:
         return
     deadline = time.time() + timeout_s
-    while time.time() < deadline and _alive(pid):
+    while time.time() < deadline and alive(pid):
         time.sleep(0.2)
         try:
             os.waitpid(pid, os.WNOHANG)
@@ -278,7 +245,7 @@ def stop(home: str) -> bool:
 
 def _wait_home_free(home: str, timeout_s: float = 30) -> None:
     """Return once the home's build lock is free: a process whose main thread has exited
-    reads as gone (:func:`_alive`) while its other threads, which share its open files and
+    reads as gone (:func:`home.alive`) while its other threads, which share its open files and
     so the lock, are still exiting."""
     deadline = time.time() + timeout_s
     while True:

@@ -8,13 +8,16 @@ from typing import Any, Dict
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
+from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.lakerank.connections import home_session, logger
 from dbt.adapters.lakerank.remote import driver_side, target_driver
+from dbt.adapters.lakerank.session import home_session
 from python_udfs.commit import protocol
 from python_udfs.faults import inject_full_disk
 from python_udfs.jvm import jvm_class, release, scala_seq
+
+logger = AdapterLogger("lakerank")
 
 
 class StorageMixin(metaclass=AdapterMeta):

@@ -1,0 +1,266 @@
+"""The embedded SparkSession: one per process, on one LAKERANK_HOME at a time.
+
+Everything that must be decided before the JVM starts or the metastore opens lives here:
+the Derby metastore and warehouse inside the home (:mod:`home`), the JVM's flags and the
+class-data archive it maps (built by :mod:`jvm_archive`), and the profile's runtime
+settings, applied once per dbt invocation (:func:`apply_once`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from typing import Callable, Dict, Optional
+
+from dbt.adapters.lakerank.home import acquire_build_lock, metastore_path, release_build_lock
+from dbt.adapters.lakerank.home_origin import check_home_origin
+from dbt.adapters.lakerank.java_check import check_java
+from python_udfs.jvm import jvm_class
+
+# C1 only starts fast; it also shrinks the default code cache to 48 MB, which Spark's generated
+# code fills in a long build ("Out of space in CodeCache"): reserve more. Metaspace starts at
+# 256 MB: Spark's classes outgrow the default 21 MB trigger in stages, five full GCs (~0.4 s)
+# in every process start.
+# LAKERANK_JVM_FLAGS replaces them (e.g. C2 for a long-lived process with cores to spare; the
+# tests keep C1: their two JVMs share two cores, docs/benchmarks.md).
+JVM_FLAGS = os.environ.get(
+    "LAKERANK_JVM_FLAGS",
+    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:MetaspaceSize=256m -XX:+UseSerialGC -Xss4m",
+)
+
+
+def archive_path() -> Optional[str]:
+    """Where this machine's archive lives (it may not exist yet); None when disabled or no
+    Java is found."""
+    if os.environ.get("LAKERANK_JVM_ARCHIVE", "").lower() in ("off", "0", "false"):
+        return None
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    import pyspark
+
+    java = os.path.realpath(java)
+    key = f"{java}:{os.path.getmtime(java)}:{pyspark.__version__}:{os.path.dirname(pyspark.__file__)}"
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "lakerank", f"jvm-{hashlib.sha1(key.encode()).hexdigest()[:16]}.jsa")
+
+
+def archive_flag() -> str:
+    """The JVM flag that maps the archive, or '' when there is none."""
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path}" if path and os.path.exists(path) else ""
+
+
+_ACTIVE_HOME = None
+# dbt opens one connection per thread: starting (or switching) the session, and applying
+# the profile's settings, happen once, under this lock.
+_SESSION_LOCK = threading.RLock()
+
+
+def home_spark_conf(home: str) -> Dict[str, str]:
+    """Spark settings that put every file the embedded target writes under ``home``."""
+    return {
+        "spark.sql.warehouse.dir": os.path.join(home, "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={metastore_path(home)};create=true"
+        ),
+        "spark.sql.streaming.checkpointLocation": os.path.join(home, "checkpoints", "_default"),
+        "spark.local.dir": os.path.join(home, "tmp"),
+        "spark.lakerank.home": home,
+        # DataNucleus' level-2 cache keeps the metastore's table and partition objects in
+        # this JVM between metastore transactions (~5 % on a Paimon vectors subset, within
+        # this box's drift: docs/benchmarks.md, tenth session). Safe here: the home's Derby
+        # database is embedded, and Derby
+        # boots a database in one JVM only, so no other process changes it under the cache;
+        # another home (or a return to this one) gets a new DataNucleus factory and an
+        # empty cache. A shared metastore server would need it off.
+        "spark.hadoop.datanucleus.cache.level2": "true",
+        "spark.hadoop.datanucleus.cache.level2.type": "soft",
+        # Derby's metastore cannot filter on non-string partition columns
+        # (bigint commit ids, timestamp segments): prune on the client instead.
+        "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
+        # The fast fallback rejects every predicate on a TIMESTAMP_NTZ partition column
+        # ("Expected only partition pruning predicates", Spark 4.3): use the plain one.
+        "spark.sql.hive.metastorePartitionPruningFastFallback": "false",
+        # Constraint propagation explodes on lakerank's change-diff queries (a full outer
+        # join with one null-safe comparison per column): 20 s of planning for 10 rows.
+        "spark.sql.constraintPropagation.enabled": "false",
+    }
+
+
+def env_spark_conf() -> Dict[str, str]:
+    """``LAKERANK_SPARK_CONF="k1=v1,k2=v2"``: Spark settings over the profile's
+    ``server_side_parameters`` for one run (e.g. an A/B measurement), without editing it.
+    Read when the process starts its session; a value cannot contain a comma."""
+    out = {}
+    for item in os.environ.get("LAKERANK_SPARK_CONF", "").split(","):
+        if item.strip():
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ValueError(f"LAKERANK_SPARK_CONF: expected key=value, got {item!r}")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def start_embedded_session(home: str, params: Dict[str, str]):
+    """Create (or reuse) the process's SparkSession for ``home``.
+
+    One JVM serves every dbt invocation of the process. If the active session
+    belongs to another home it is stopped first, so two homes never share a
+    metastore or warehouse.
+    """
+    with _SESSION_LOCK:
+        _start_embedded_session(home, params)
+
+
+def stop_embedded_session() -> None:
+    """Stop the process's session and release its home (e.g. before its cluster goes away)."""
+    with _SESSION_LOCK:
+        _stop_active_session()
+
+
+def _stop_active_session() -> None:
+    global _ACTIVE_HOME
+    from pyspark.sql import SparkSession
+
+    active = SparkSession._instantiatedSession
+    if active is not None:
+        active.stop()
+        _reset_hive_client()
+    if _ACTIVE_HOME is not None:
+        release_build_lock(_ACTIVE_HOME)
+    _ACTIVE_HOME = None
+
+
+def _start_embedded_session(home: str, params: Dict[str, str]):
+    global _ACTIVE_HOME
+    from pyspark.sql import SparkSession
+
+    active = SparkSession._instantiatedSession  # the process-wide session (active is per thread)
+    if active is not None and _ACTIVE_HOME not in (None, home):
+        _stop_active_session()
+        active = None
+    if active is None:
+        check_java()  # a clear error naming what to install, never a dead JVM's traceback (issue G.5)
+    acquire_build_lock(home)  # first: a build refused for a busy home writes nothing
+    if active is None:
+        try:
+            check_home_origin(home)  # once per session start: the session stays on this home
+        except Exception:
+            release_build_lock(home)
+            raise
+        os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
+        os.environ.setdefault(
+            "PYSPARK_SUBMIT_ARGS",
+            f'--driver-java-options "{JVM_FLAGS} {archive_flag()} -Dderby.system.home={home}" pyspark-shell',
+        )
+        builder = SparkSession.builder.enableHiveSupport()
+        for key, value in {**params, **env_spark_conf(), **home_spark_conf(home)}.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        _APPLIED.pop("embedded", None)  # a new session has none of the runtime settings yet
+        spark.sparkContext.setLogLevel("ERROR")
+        # Bind the new session's metastore client from a thread with no stale Hive client.
+        jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
+        spark.catalog.databaseExists("default")
+        _THREAD_HOMES[threading.get_ident()] = home
+    _ACTIVE_HOME = home
+
+
+def use_home(home: str, params: Dict[str, str]) -> None:
+    """Put the process's session on ``home`` (started or switched) with the profile's
+    runtime settings, once per invocation (:func:`apply_once`): what opening an embedded
+    connection does."""
+    start_embedded_session(home, params)
+    apply_once("embedded", {**params, **env_spark_conf()}, lambda: apply_runtime_conf(params))
+
+
+def home_session(home: str, params: Dict[str, str]):
+    """The process's SparkSession on ``home``, put there first (:func:`use_home`) if the
+    process has none or has another home's: for adapter calls that may come before the
+    invocation's first statement opened its connection (a macro reading the metastore
+    while compiling), which would otherwise read another home's metastore."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession._instantiatedSession
+    if spark is None or spark._sc._jsc is None or _ACTIVE_HOME != home:
+        use_home(home, params)
+    return current_thread_session()
+
+
+def process_session():
+    """The process's SparkSession, without going through ``SparkSession.builder``.
+
+    ``builder.getOrCreate()`` on a running session re-applies every option the (process-wide)
+    builder ever received, one py4j round trip each: dbt-spark called it before every SQL
+    statement, ~30 % of a small pk_table commit's Python time (py-spy, docs/benchmarks.md).
+    """
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession._instantiatedSession
+    if spark is None or spark._sc._jsc is None:
+        spark = SparkSession.builder.getOrCreate()
+    return spark
+
+
+def current_thread_session():
+    """The process's SparkSession, with this thread's Hive client bound to its metastore
+    and the session set as the thread's active one.
+
+    Hive caches a metastore client per thread; a thread that used the session of another
+    home (or a session started outside dbt) would otherwise keep reading that metastore.
+    PySpark's functions look the thread's active session up (and fall back to the builder).
+    """
+    spark = process_session()
+    home = _ACTIVE_HOME or spark.conf.get("spark.lakerank.home", None)
+    if home is not None and _THREAD_HOMES.get(threading.get_ident()) != home:
+        jvm_class(spark, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
+        jvm_class(spark, "org.apache.spark.sql.SparkSession").setActiveSession(spark._jsparkSession)
+        _THREAD_HOMES[threading.get_ident()] = home
+    return spark
+
+
+# What each engine's session last had applied, as (invocation id, settings). dbt opens a
+# connection per thread, and all threads of a process share one session: the profile's
+# settings go on once per invocation, before its first statement, never again from a thread
+# that connects later, which would undo a setting a running model made
+# (`set spark.sql.sources.partitionOverwriteMode = DYNAMIC` back to `static` under an
+# insert_overwrite).
+_APPLIED: Dict[str, tuple] = {}
+
+
+def apply_once(engine: str, settings: Dict[str, str], apply: Callable[[], None]) -> None:
+    """Run ``apply`` (which puts ``settings`` on ``engine``'s session) unless this dbt
+    invocation already applied them there: the invocation's first connection does, and
+    any connection whose settings differ from the last applied (another profile, a new
+    session). Threads that connect later wait for it and never apply them again."""
+    from dbt_common.invocation import get_invocation_id
+
+    mark = (get_invocation_id(), tuple(sorted((k, str(v)) for k, v in settings.items())))
+    with _SESSION_LOCK:
+        if _APPLIED.get(engine) != mark:
+            apply()
+            _APPLIED[engine] = mark
+
+
+def apply_runtime_conf(params: Dict[str, str]) -> None:
+    """Set the profile's runtime SQL settings (then ``LAKERANK_SPARK_CONF``'s) on the running
+    session: one process serves invocations with different profiles (e.g. another
+    ``LAKERANK_TIMEZONE``), and static settings only take effect at JVM start."""
+    spark = process_session()
+    for key, value in {**params, **env_spark_conf()}.items():
+        if spark.conf.isModifiable(key):
+            spark.conf.set(key, str(value))
+
+
+_THREAD_HOMES: Dict[int, str] = {}
+
+
+def _reset_hive_client() -> None:
+    """Forget the JVM's cached Hive client so the next session opens its own metastore."""
+    from pyspark import SparkContext
+
+    SparkContext._active_spark_context = None  # type: ignore[attr-defined]
