@@ -12,9 +12,8 @@ def jvm_class(spark, name: str):
 
     ``spark._jvm.org.apache.hadoop.fs.Path`` resolves one name segment per round trip, and
     every segment that is not a class ("org", "org.apache", ... and each wildcard import the
-    gateway tries) is a failed class lookup that scans every jar on Spark's classpath:
-    3.2 ms per such chain against 0.2 ms here (measured; JFR: ~10 % of a pk_table commit's
-    JVM time went to these scans).
+    gateway tries) is a failed class lookup that scans every jar on Spark's classpath, a
+    cost a pk_table commit's profile showed (docs/benchmarks.md).
     """
     from py4j.java_gateway import JavaClass
 
@@ -113,10 +112,10 @@ def partition_values(spark, database: str, table: str, column: str):
 def kept(df):
     """``df`` computed once, at its first action, and its rows kept for every later use (a
     lazy local checkpoint, memory then disk): later uses read the same rows, never a
-    recomputation. ~20 % cheaper than ``persist()`` on the ingests' parsed lines, which pays
-    for building compressed column batches (1e6 lines: 42 s against 52 s, docs/benchmarks.md,
-    thirteenth session). The price: a lost block fails the job instead of recomputing it
-    (the commit is not made; the rerun redoes it). Free the rows with ``release``."""
+    recomputation. Cheaper than ``persist()`` on the ingests' parsed lines, which pays for
+    building compressed column batches (docs/benchmarks.md). The price: a lost block fails
+    the job instead of recomputing it (the commit is not made; the rerun redoes it). Free the
+    rows with ``release``."""
     return df.localCheckpoint(eager=False)
 
 

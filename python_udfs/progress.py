@@ -1,4 +1,4 @@
-"""Progress lines of long stages (issue G.4): a build working through a large landing backlog
+"""Progress lines of long stages: a build working through a large landing backlog
 says how far it got instead of staying silent for minutes. One line at dbt's info level per
 step worth telling (an ingest commit), at most one every ``LAKERANK_PROGRESS_SECONDS``
 (default 5) per stage, so a backlog of thousands of small commits does not flood the log; the

@@ -1,13 +1,13 @@
 {#-
-  The build's one-screen summary (issue G.4; no seed table: Flink shows this in its web UI),
+  The build's one-screen summary (no seed table: Flink shows this in its web UI),
   an on-run-end hook of every `dbt build` / `dbt run`: events landed, applied and quarantined,
   rank changes and projects touched, models and tests by outcome, seconds per stage. It is
   logged and appended to `<target schema>.build_summary` (one row a build), for a scheduler to
   alert on (docs/operations.md). It covers the commits since the last summary's `to_commit`
   (the ingest's head then), so every event and rank change is counted in exactly one row,
   also when a build failed half-way and the next one finished its commits.
-  LAKERANK_BUILD_SUMMARY=off in the environment skips it (~0.5 s a build; lakerank's own tests
-  do, but test_pipeline_exact).
+  LAKERANK_BUILD_SUMMARY=off in the environment skips it (lakerank's own tests do, but
+  test_pipeline_exact).
 -#}
 {% macro build_summary(results) -%}
   {%- if not execute or flags.WHICH not in ('build', 'run') or env_var('LAKERANK_BUILD_SUMMARY', 'on') == 'off' -%}

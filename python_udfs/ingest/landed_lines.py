@@ -15,7 +15,7 @@ The usual micro-batch is a few small files, each read whole by one task. When ev
 the batch is too small to be split (no larger than ``spark.sql.files.openCostInBytes`` and
 ``maxPartitionBytes``: Spark never cuts a file below the smaller of them), a line's number is
 its rank by position within its file, one window in the batch's own job: the counting job
-(~0.25 s a batch, measured) is skipped. The batch's files and sizes are read from the
+is skipped. The batch's files and sizes are read from the
 stream's checkpoint (the file source log) and the file system; anything unexpected there
 falls back to counting.
 """

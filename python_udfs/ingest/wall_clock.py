@@ -38,8 +38,8 @@ WALL_CLOCK_MS = _SECONDS + r"(\.[0-9]{1,3})?$"
 def parse_wall_clock(text, shape: str):
     """``parse_ntz`` for the contract stream's fixed formats, ~4x cheaper: text of the
     ``shape`` (WALL_CLOCK or WALL_CLOCK_MS) cast to TIMESTAMP_NTZ (the cast checks the
-    calendar: no Feb 30, no hour 24). Four pattern parses a line cost ~18 s per 1e6 lines
-    (docs/benchmarks.md, eleventh session). Same results as ``parse_ntz`` with
+    calendar: no Feb 30, no hour 24), where four pattern parses a line were a large part
+    of the ingest's time (docs/benchmarks.md). Same results as ``parse_ntz`` with
     ``yyyy-MM-dd HH:mm:ss[.SSS]`` (test_contract_ingest_unit: the edge cases)."""
     from pyspark.sql import functions as F
 

