@@ -2,7 +2,7 @@
 
 Builds a throwaway dbt project that installs lakerank as a package, loads ROWS keys into a
 pk_table with `bucket` = BUCKETS (commit 1), then commits KEYS updated keys (commit 2) and
-prints, from `lakerank.snapshots`, the bytes each commit wrote next to the table's size.
+prints, from `lakerank_lib.snapshots`, the bytes each commit wrote next to the table's size.
 
     python3 scripts/bench_pk_rewrite.py [--rows 1000000] [--buckets 64] [--keys 10]
 """

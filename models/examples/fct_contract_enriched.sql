@@ -5,7 +5,7 @@
       (ver_start <= sign_time < ver_end; NULL if the project had no version then);
     - processing time (lookup join): latest_city, latest_designer, latest_status from
       dim_project's current row (NULL if the project is unknown or deleted).
-    Both are lakerank.as_of_join: an equi-join on project_id plus one sort per key, nothing
+    Both are lakerank_lib.as_of_join: an equi-join on project_id plus one sort per key, nothing
     collected to the driver. Recomputed whole on each build. -#}
 {{ config(materialized='table') }}
 

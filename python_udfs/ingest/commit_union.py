@@ -29,7 +29,7 @@ def run_commit_union(spark, *, table: str, ddl: str, sources: Sequence[Dict[str,
 
     ``sources``: dicts with ``name`` (the watermark's name), ``head_table`` and
     ``head_property`` (the source's head, its last committed commit: the table property
-    ``lakerank.commit_id`` of a stream ingest or ``swap_partitions`` model,
+    ``lakerank.commit_id`` of a stream ingest or merge_on_read model,
     ``lakerank.snapshot_id`` of a pk_table), ``rows_table`` (the rows, with
     ``_commit_id``; default ``head_table``; a pk_table's ``<model>__audit_log``) and
     ``select`` (a SELECT over ``{rows}``, the source's rows in its window, returning any
@@ -51,43 +51,58 @@ def run_commit_union(spark, *, table: str, ddl: str, sources: Sequence[Dict[str,
     ``--full-refresh``) drops ``table`` first and re-reads every source from the start;
     its consumers must then be rebuilt too (their watermarks refer to the old commits).
     """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import _parse_datatype_string
-
     qname = quote_name(table)
     if reset:
         spark.sql(f"DROP TABLE IF EXISTS {qname}")
     location = ensure_table(spark, table, ddl)
     props = _properties(spark, table)
     head = int(props.get("lakerank.commit_id", "-1"))
-    # A partition beyond the recorded head is a dead attempt's: never read, drop it.
+    _drop_unrecorded(spark, table, head)
+    pending = [w for w in (_window(spark, table, props, source) for source in sources) if w[4] > w[3]]
+    if not pending:
+        return f"no pending commits (head {head})"
+    commit_id = head + 1
+    publish_partition(spark, table, location, commit_id, _union_rows(spark, ddl, pending).repartition(1))
+    marks = [("lakerank.commit_id", commit_id)] + [(WATERMARK_PREFIX + w[0], w[4]) for w in pending]
+    spark.sql(f"ALTER TABLE {qname} SET TBLPROPERTIES ("
+              + ", ".join(f"'{k}' = '{v}'" for k, v in marks) + ")")
+    return f"commit {commit_id}: " + ", ".join(f"{w[0]} ({w[3]}, {w[4]}]" for w in pending)
+
+
+def _drop_unrecorded(spark, table: str, head: int) -> None:
+    """A partition beyond the recorded head is a dead attempt's: never read, drop it."""
     for value in partition_values(spark, *split_table_name(spark, table), "_commit_id"):
         commit = int(value)
         if commit > head:
-            spark.sql(f"ALTER TABLE {qname} DROP IF EXISTS PARTITION (_commit_id = {commit})")
+            spark.sql(f"ALTER TABLE {quote_name(table)} DROP IF EXISTS PARTITION (_commit_id = {commit})")
+
+
+def _window(spark, table: str, props: Dict[str, str], source: Dict[str, str]):
+    """``(name, rows_table, select, watermark, head)`` of one source: its commits this call
+    reads are ``(watermark, head]``; a source behind the watermark was rebuilt (an error)."""
+    name = source["name"]
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        raise ValueError(f"commit source name {name!r} must be an identifier")
+    rows_table = source.get("rows_table") or source["head_table"]
+    source_head = -1
+    if _table_exists(spark, source["head_table"]) and _table_exists(spark, rows_table):
+        source_head = int(_properties(spark, source["head_table"]).get(source["head_property"], "-1"))
+    mark = int(props.get(WATERMARK_PREFIX + name, "-1"))
+    if source_head < mark:
+        raise RuntimeError(
+            f"commit source {name} ({source['head_table']}) is at commit {source_head} but {table} "
+            f"already consumed it up to {mark}: the source was rebuilt. Rebuild {table} and its "
+            "consumers too (dbt build --full-refresh on them).")
+    return name, rows_table, source["select"], mark, source_head
+
+
+def _union_rows(spark, ddl: str, pending):
+    """The union of the pending windows' selected rows, each cast to ``ddl``'s columns (a
+    column a source does not select is NULL)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_string
 
     schema = [f for f in _parse_datatype_string(ddl).fields if f.name != "_commit_id"]
-    windows = []
-    for source in sources:
-        name = source["name"]
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-            raise ValueError(f"commit source name {name!r} must be an identifier")
-        rows_table = source.get("rows_table") or source["head_table"]
-        source_head = -1
-        if _table_exists(spark, source["head_table"]) and _table_exists(spark, rows_table):
-            source_head = int(_properties(spark, source["head_table"]).get(source["head_property"], "-1"))
-        mark = int(props.get(WATERMARK_PREFIX + name, "-1"))
-        if source_head < mark:
-            raise RuntimeError(
-                f"commit source {name} ({source['head_table']}) is at commit {source_head} but {table} "
-                f"already consumed it up to {mark}: the source was rebuilt. Rebuild {table} and its "
-                "consumers too (dbt build --full-refresh on them).")
-        windows.append((name, rows_table, source["select"], mark, source_head))
-    pending = [w for w in windows if w[4] > w[3]]
-    if not pending:
-        return f"no pending commits (head {head})"
-
-    commit_id = head + 1
     frames = []
     for name, rows_table, select_sql, mark, source_head in pending:
         view = f"__lr_union_{name}"
@@ -102,8 +117,4 @@ def run_commit_union(spark, *, table: str, ddl: str, sources: Sequence[Dict[str,
     union = frames[0]
     for df in frames[1:]:
         union = union.unionByName(df)
-    publish_partition(spark, table, location, commit_id, union.repartition(1))
-    marks = [("lakerank.commit_id", commit_id)] + [(WATERMARK_PREFIX + w[0], w[4]) for w in pending]
-    spark.sql(f"ALTER TABLE {qname} SET TBLPROPERTIES ("
-              + ", ".join(f"'{k}' = '{v}'" for k, v in marks) + ")")
-    return f"commit {commit_id}: " + ", ".join(f"{w[0]} ({w[3]}, {w[4]}]" for w in pending)
+    return union

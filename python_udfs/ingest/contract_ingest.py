@@ -96,23 +96,11 @@ set-based pass:
    effective event of each contract (``lead`` is NULL) is its new state row;
 3. ``_seq`` is ``row_number`` over the commit's rows by (op_ts, file, line, n).
 
-Cost of a commit: the window work and all writes follow the batch (events,
-changelog rows, one state row per contract changed); the state read is one
-columnar scan of the state partitions below the batch, filtered by the
-batch's contracts before any shuffle (100 contracts looked up in an
-834k-contract state: 7 s on this shared 2-core box), so it grows with the
-number of contracts ever seen, not with the number of events. Compaction bounds the number of partitions: when
-``COMPACT_AT_PARTITIONS`` (16) committed partitions lie below the batch, they
-are folded into the newest of them (its latest rows, a fresh directory, one
-metastore call) and the older ones dropped; the fold rewrites the state (one
-row per contract), i.e. every 16 commits, amortised 1/16 of the state per
-commit. Trade-off: contract-id buckets (one partition per hash bucket,
-rewritten when touched) would make the read follow the touched buckets, but a
-small batch of random contracts touches most buckets unless there are
-thousands of them, each touched bucket costs a rewrite and a metastore call,
-and the replay rule would need an old and a new row per contract; a scan with
-no per-contract work was cheaper at the sizes measured. A backlog (first
-build on a big landing folder) is one batch: one pass, whatever its size.
+Cost of a commit: the window work and all writes follow the batch; the state
+read is one columnar scan of the state partitions below the batch, filtered by
+the batch's contracts before any shuffle. ``COMPACT_AT_PARTITIONS`` (16)
+committed partitions below the batch are folded into the newest of them (one
+row per contract). docs/pipeline.md, "The ingest's state", has the trade-off.
 
 Crash safety
 ------------
@@ -136,9 +124,9 @@ timestamp recorded in the checkpoint's offset log, so a replay writes
 identical rows. A replay leaves the directory written by the killed attempt
 behind, unreferenced (deleting it could break a reader in flight).
 
-A checkpoint written by the earlier ingest (state in a RocksDB state store
-under ``<checkpoint>/state``) is refused when its state table does not exist
-yet: starting it from an empty state would re-apply history wrongly.
+A checkpoint whose state lives in a state store (``<checkpoint>/state``) is
+refused when its state table does not exist yet: starting it from an empty
+state would re-apply history wrongly.
 """
 
 from __future__ import annotations
@@ -155,6 +143,7 @@ from python_udfs.ingest.contract_state import (
     latest_state,
 )
 from python_udfs.ingest.landed_lines import numbered_lines, whole_files
+from python_udfs.ingest.sorted_output import numbered_in_order, sorted_files
 from python_udfs.ingest.tables import (
     QUARANTINE_DDL,
     batch_counts,
@@ -190,65 +179,6 @@ _OUTCOMES = ("applied", "noop", "stale", "before_image", "skipped", "quarantined
 _COUNTED = ("applied", "noop", "stale", "before_image")  # by the state step
 
 
-# A commit's output of up to _ONE_FILE_MAX rows is one file, sorted in one task; a larger one
-# (a bulk load) is range partitioned into at least one file per core and at most about
-# _ROWS_PER_FILE rows a file, sorted and written in parallel.
-_ONE_FILE_MAX = 200_000
-_ROWS_PER_FILE = 1_000_000
-
-
-def _file_count(spark, rows: int) -> int:
-    if rows <= _ONE_FILE_MAX:
-        return 1
-    return max(spark.sparkContext.defaultParallelism, -(-rows // _ROWS_PER_FILE))
-
-
-def sorted_files(df, order: List[str], rows: int):
-    """``df`` as the files of one commit, each sorted by ``order``: one file up to
-    ``_ONE_FILE_MAX`` rows (``rows`` is the expected count), else ranges of ``order``
-    written in parallel."""
-    n = _file_count(df.sparkSession, rows)
-    if n == 1:
-        return df.repartition(1).sortWithinPartitions(*order)
-    return df.repartitionByRange(n, *order).sortWithinPartitions(*order)
-
-
-def numbered_in_order(df, order: List[str], rows: int, name: str, held: List):
-    """``df`` with ``name`` = 1..N in ``order`` (unique per row), as sorted files
-    (``sorted_files``). Up to ``_ONE_FILE_MAX`` rows: ``row_number`` over one partition.
-    More: the rows are range partitioned and sorted in parallel (kept, so the numbering
-    and the write see the same partitions), each partition's row count is collected, and a
-    row's number is the rows of earlier ranges plus its position in its own range
-    (zipWithIndex's method; a global ``row_number`` would sort every row in one task). The
-    kept frame is appended to ``held``: the caller releases it after the write."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    spark = df.sparkSession
-    n = _file_count(spark, rows)
-    if n == 1:
-        return (df.withColumn(name, F.row_number().over(Window.orderBy(*order)).cast("bigint"))
-                .repartition(1).sortWithinPartitions(name))
-    ranged = kept(
-        df.repartitionByRange(n, *order).sortWithinPartitions(*order)
-        .withColumn("__part", F.spark_partition_id())
-        .withColumn("__pos", F.monotonically_increasing_id())
-    )
-    held.append(ranged)
-    counts = sorted(ranged.groupBy("__part").agg(F.min("__pos").alias("first"), F.count(F.lit(1)).alias("n"))
-                    .collect())
-    offsets, before = [], 0
-    for r in counts:
-        offsets.append((r["__part"], r["first"], before))
-        before += r["n"]
-    split = spark.createDataFrame(offsets, "__part int, __first bigint, __before bigint")
-    return (
-        ranged.join(F.broadcast(split), "__part")
-        .withColumn(name, (F.col("__before") + F.col("__pos") - F.col("__first") + 1).cast("bigint"))
-        .drop("__part", "__pos", "__first", "__before")
-    )
-
-
 # --------------------------------------------------------------------------
 # The job
 # --------------------------------------------------------------------------
@@ -263,14 +193,11 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
     Creates the tables if missing (parquet, partitioned by ``_commit_id``; the per-contract
     state in ``state_table``, default ``<changelog_table>_state``), and the landing folder
     if missing (an empty stream). Each micro-batch is one commit ``_commit_id`` (the
-    streaming batch id). ``fmt``: the landed lines' format (``cdc_formats.FORMATS``; a CDC
-    format's lines are converted to native events first, read with ``cdc``: change time,
-    database and table filters, time units). See the module doc.
+    streaming batch id): :class:`_ContractCommit`. ``fmt``: the landed lines' format
+    (``cdc_formats.FORMATS``; a CDC format's lines are converted to native events first, read
+    with ``cdc``: change time, database and table filters, time units). See the module doc.
     """
-    from pyspark.sql import functions as F
-
     check_format(fmt)
-
     state_table = state_table or f"{changelog_table}_state"
     if not spark.catalog.tableExists(state_table):
         _refuse_legacy_state(checkpoint_dir, state_table)
@@ -278,99 +205,144 @@ def run_contract_ingest(spark, *, landing_dir: str, checkpoint_dir: str, changel
         spark, changelog=(changelog_table, CHANGELOG_DDL), quarantine=(quarantine_table, QUARANTINE_DDL),
         ingest_log=(ingest_log_table, INGEST_LOG_DDL), state=(state_table, STATE_DDL))
     output = start_stream(spark, landing_dir, checkpoint_dir, max_files_per_trigger)
+    commit = _ContractCommit(spark, checkpoint_dir, fmt, cdc, locations, tables={
+        "changelog": changelog_table, "quarantine": quarantine_table, "ingest_log": ingest_log_table,
+        "state": state_table})
+    run_available_now(spark, output, commit.write_batch, checkpoint_dir)
+    totals = {n: sum(s[n] for s in commit.stats_by_commit.values()) for n in ("events_landed",) + _OUTCOMES}
+    return commits_summary(commit.stats_by_commit, (
+        f"landed {totals['events_landed']}, applied {totals['applied']}, "
+        f"noop {totals['noop']}, stale {totals['stale']}, "
+        f"before_image {totals['before_image']}, quarantined {totals['quarantined']}"
+        # native lines are never skipped: their summary keeps its shape
+        + (f", skipped {totals['skipped']}" if fmt != "lakerank" else "")))
 
-    stats_by_commit: Dict[int, Dict[str, int]] = {}
 
-    def write_batch(batch_df, batch_id: int) -> None:
+class _ContractCommit:
+    """One micro-batch of the contract stream as commit ``_commit_id`` (the streaming batch
+    id), in named steps: parse the lines, apply the events to the stored state, check the
+    counts reconcile, then publish the quarantine and ingest log, the changelog and the
+    state's delta (the module doc has the semantics)."""
+
+    def __init__(self, spark, checkpoint_dir: str, fmt: str, cdc: Optional[CdcOptions],
+                 locations: Dict[str, str], tables: Dict[str, str]) -> None:
+        self.spark, self.checkpoint_dir, self.fmt, self.cdc = spark, checkpoint_dir, fmt, cdc
+        self.locations, self.tables = locations, tables
+        self.stats_by_commit: Dict[int, Dict[str, int]] = {}
+
+    def write_batch(self, batch_df, batch_id: int) -> None:
         commit_id = int(batch_id)
-        kind = F.col("kind")
-        lines = numbered_lines(batch_df, whole_files(spark, checkpoint_dir, commit_id))
-        if fmt != "lakerank":
-            lines = to_native_events(lines, fmt, cdc)
-        parsed = kept(parse_contract_lines(lines, converted=fmt != "lakerank").select(
-            "kind", "file", "line", "n_events", "reason", "raw",
-            "contract_id", "op", "project_id", "sign_us",
-            F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "batch_us",
-        ))
+        parsed = self.parse(batch_df, commit_id)
         out = None
         held: List = []  # frames kept for one write, released at the end
         try:
             agg = batch_counts(parsed)
             stats = {name: int(agg[name]) for name in ("files", "events_landed", "skipped", "quarantined")}
             stats.update({o: 0 for o in _COUNTED}, changes=0)
-
             if agg["events"]:
-                # The state as of before this commit: a replay ignores what a killed attempt wrote.
-                compact_state(spark, state_table, locations["state"], commit_id)
-                events = parsed.where(kind == "E").select(
-                    "contract_id", "op", "op_ts_us", "file", "line", "project_id", "sign_us", "amount")
-                state = latest_state(spark, state_table, commit_id,
-                                     events.select("contract_id").distinct())
-                out = kept(apply_events(events, state))
-                counts = out.agg(
-                    *[F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in _COUNTED],
-                    F.coalesce(F.sum(F.size("changes")), F.lit(0)).alias("changes"),
-                ).collect()[0]
-                stats.update({name: int(counts[name]) for name in counts.asDict()})
-
-            total = sum(stats[o] for o in _OUTCOMES)
-            if stats["events_landed"] != total:
-                raise RuntimeError(
-                    f"contract ingest commit {commit_id}: counts do not reconcile: "
-                    f"events_landed {stats['events_landed']} != " + " + ".join(
-                        f"{o} {stats[o]}" for o in _OUTCOMES) + f" = {total}")
-            # the quarantine's _source_line: the physical line (a CDC event's line is its position)
-            lined = parsed if fmt == "lakerank" else parsed.withColumn("line", physical_line(F.col("line"), fmt))
-            publish_quarantine_and_log(
-                spark, lined, commit_id=commit_id, checkpoint_dir=checkpoint_dir, batch_us=agg["batch_us"],
-                stats=stats, counts=("files", "events_landed") + _OUTCOMES,
-                quarantine=(quarantine_table, locations["quarantine"]),
-                ingest_log=(ingest_log_table, locations["ingest_log"]))
-
+                out = self.apply(parsed, commit_id, stats)
+            _check_reconciles(commit_id, stats)
+            self.publish_quarantine_and_log(parsed, commit_id, agg["batch_us"], stats)
             if stats["changes"]:
-                changes = (
-                    out.where(F.size("changes") > 0)
-                    .select("contract_id", "op_ts_us", "file", "line", F.inline("changes"))
-                )
-                changelog = numbered_in_order(
-                    changes, ["op_ts_us", "file", "line", "n"], stats["changes"], "_seq", held).select(
-                        F.col("rowkind"),
-                        F.col("project_id"),
-                        F.col("contract_id"),
-                        ntz_from_micros(F.col("sign_us")).alias("sign_time"),
-                        F.col("amount"),
-                        ntz_from_micros(F.col("op_ts_us")).alias("op_ts"),
-                        F.col("_seq"),
-                        F.col("file").alias("_source_file"),
-                        physical_line(F.col("line"), fmt).alias("_source_line"),
-                )
-                publish_partition(spark, changelog_table, locations["changelog"], commit_id, changelog)
-
+                self.publish_changelog(out, commit_id, stats, held)
             if out is not None and stats["applied"] + stats["noop"]:
-                live = F.col("op").isin("+I", "+U")
-                delta = (
-                    out.where("is_last")
-                    .select(
-                        "contract_id", "op_ts_us", "file", "line", live.alias("live"),
-                        *[F.when(live, F.col(c)).alias(c) for c in ("project_id", "sign_us", "amount")],
-                    )
-                )
-                delta = sorted_files(delta, ["contract_id"], stats["applied"] + stats["noop"])
-                publish_partition(spark, state_table, locations["state"], commit_id, delta)
-            stats_by_commit[commit_id] = stats
+                self.publish_state(out, commit_id, stats)
+            self.stats_by_commit[commit_id] = stats
         finally:
             for frame in [*held, out, parsed]:
                 if frame is not None:
                     release(frame)
 
-    run_available_now(spark, output, write_batch, checkpoint_dir)
-    totals = {n: sum(s[n] for s in stats_by_commit.values()) for n in ("events_landed",) + _OUTCOMES}
-    return commits_summary(stats_by_commit, (
-        f"landed {totals['events_landed']}, applied {totals['applied']}, "
-        f"noop {totals['noop']}, stale {totals['stale']}, "
-        f"before_image {totals['before_image']}, quarantined {totals['quarantined']}"
-        # native lines are never skipped: their summary keeps its shape
-        + (f", skipped {totals['skipped']}" if fmt != "lakerank" else "")))
+    def parse(self, batch_df, commit_id: int):
+        """The batch's lines, numbered, converted from a CDC format, validated (kept once)."""
+        from pyspark.sql import functions as F
+
+        lines = numbered_lines(batch_df, whole_files(self.spark, self.checkpoint_dir, commit_id))
+        if self.fmt != "lakerank":
+            lines = to_native_events(lines, self.fmt, self.cdc)
+        return kept(parse_contract_lines(lines, converted=self.fmt != "lakerank").select(
+            "kind", "file", "line", "n_events", "reason", "raw",
+            "contract_id", "op", "project_id", "sign_us",
+            F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "batch_us",
+        ))
+
+    def apply(self, parsed, commit_id: int, stats: Dict[str, int]):
+        """The events applied to the state as of before this commit (a replay ignores what a
+        killed attempt wrote): one row an event with its outcome and changelog rows (kept);
+        the outcomes' counts go into ``stats``."""
+        from pyspark.sql import functions as F
+
+        compact_state(self.spark, self.tables["state"], self.locations["state"], commit_id)
+        events = parsed.where(F.col("kind") == "E").select(
+            "contract_id", "op", "op_ts_us", "file", "line", "project_id", "sign_us", "amount")
+        state = latest_state(self.spark, self.tables["state"], commit_id, events.select("contract_id").distinct())
+        out = kept(apply_events(events, state))
+        counts = out.agg(
+            *[F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in _COUNTED],
+            F.coalesce(F.sum(F.size("changes")), F.lit(0)).alias("changes"),
+        ).collect()[0]
+        stats.update({name: int(counts[name]) for name in counts.asDict()})
+        return out
+
+    def publish_quarantine_and_log(self, parsed, commit_id: int, batch_us, stats: Dict[str, int]) -> None:
+        """The quarantined lines (``_source_line``: the physical line; a CDC event's line is
+        its position) and the commit's row of counts."""
+        from pyspark.sql import functions as F
+
+        lined = parsed if self.fmt == "lakerank" else parsed.withColumn("line", physical_line(F.col("line"), self.fmt))
+        publish_quarantine_and_log(
+            self.spark, lined, commit_id=commit_id, checkpoint_dir=self.checkpoint_dir, batch_us=batch_us,
+            stats=stats, counts=("files", "events_landed") + _OUTCOMES,
+            quarantine=(self.tables["quarantine"], self.locations["quarantine"]),
+            ingest_log=(self.tables["ingest_log"], self.locations["ingest_log"]))
+
+    def publish_changelog(self, out, commit_id: int, stats: Dict[str, int], held: List) -> None:
+        """The commit's changelog rows, ``_seq`` in (op_ts, file, line) order."""
+        from pyspark.sql import functions as F
+
+        changes = (
+            out.where(F.size("changes") > 0)
+            .select("contract_id", "op_ts_us", "file", "line", F.inline("changes"))
+        )
+        changelog = numbered_in_order(
+            changes, ["op_ts_us", "file", "line", "n"], stats["changes"], "_seq", held).select(
+                F.col("rowkind"),
+                F.col("project_id"),
+                F.col("contract_id"),
+                ntz_from_micros(F.col("sign_us")).alias("sign_time"),
+                F.col("amount"),
+                ntz_from_micros(F.col("op_ts_us")).alias("op_ts"),
+                F.col("_seq"),
+                F.col("file").alias("_source_file"),
+                physical_line(F.col("line"), self.fmt).alias("_source_line"),
+        )
+        publish_partition(self.spark, self.tables["changelog"], self.locations["changelog"], commit_id, changelog)
+
+    def publish_state(self, out, commit_id: int, stats: Dict[str, int]) -> None:
+        """The state's delta: each changed contract's last effective event (a tombstone for a
+        delete)."""
+        from pyspark.sql import functions as F
+
+        live = F.col("op").isin("+I", "+U")
+        delta = (
+            out.where("is_last")
+            .select(
+                "contract_id", "op_ts_us", "file", "line", live.alias("live"),
+                *[F.when(live, F.col(c)).alias(c) for c in ("project_id", "sign_us", "amount")],
+            )
+        )
+        delta = sorted_files(delta, ["contract_id"], stats["applied"] + stats["noop"])
+        publish_partition(self.spark, self.tables["state"], self.locations["state"], commit_id, delta)
+
+
+def _check_reconciles(commit_id: int, stats: Dict[str, int]) -> None:
+    """Every landed event is applied, a no-op, stale, a before image, skipped or quarantined."""
+    total = sum(stats[o] for o in _OUTCOMES)
+    if stats["events_landed"] != total:
+        raise RuntimeError(
+            f"contract ingest commit {commit_id}: counts do not reconcile: "
+            f"events_landed {stats['events_landed']} != " + " + ".join(
+                f"{o} {stats[o]}" for o in _OUTCOMES) + f" = {total}")
 
 
 def _refuse_legacy_state(checkpoint_dir: str, state_table: str) -> None:

@@ -504,7 +504,7 @@ def test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch):
     takes the bulk path: ranges numbered and written in parallel, several files."""
     import random
 
-    import python_udfs.ingest.contract_ingest as ci
+    import python_udfs.ingest.sorted_output as ci
 
     monkeypatch.setattr(ci, "_ONE_FILE_MAX", 7)
 

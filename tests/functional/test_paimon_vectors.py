@@ -26,8 +26,8 @@ runs its plain checks before that commit, gets its model file rewritten, and the
 success, failure and error message are read back by node name from that run's results, so an
 expected error is matched against its own model's message and a plan whose commit fails
 unexpectedly stops alone. Batch queries read ``lakerank.<model>`` through the embedded
-SparkSession; changelog windows and time travel go through ``lakerank.changes`` /
-``lakerank.as_of``, compiled for all plans in one ``dbt compile --inline`` at the end (per plan
+SparkSession; changelog windows and time travel go through ``lakerank_lib.changes`` /
+``lakerank_lib.as_of``, compiled for all plans in one ``dbt compile --inline`` at the end (per plan
 if that fails, so a compile error stays with its plan; checks that expect an error compile per
 plan). A module-scoped fixture runs every selected plan once; each ``test_vector`` asserts its
 own plan's record. A Python exception in one plan is recorded as that plan's failure.
@@ -272,7 +272,7 @@ class VectorRun:
         return rows, types
 
     # ------------------------------------------------------------------ steps
-    # deferred checks: lakerank.changes / lakerank.as_of, compiled once at the end
+    # deferred checks: lakerank_lib.changes / lakerank_lib.as_of, compiled once at the end
     _PH = re.compile(r"\{\{(CHANGES|AS_OF|AS_OF_RAW):(-?\d+)(?::(-?\d+))?\}\}")
 
     def next_commit(self) -> Optional[pv.RunCommit]:

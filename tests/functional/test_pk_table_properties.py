@@ -5,7 +5,7 @@ with a sequence field, aggregation (sum / max ignore-retract / last_non_null_val
 partial-update with a sequence group — must equal a straightforward Python model of Paimon's
 merge rules written here from docs/paimon_semantics.md (independently of python_udfs), after every
 commit; `lakerank_lib.as_of(t, c)` must equal the table right after commit c and the replay of the
-audit log up to c (lookup changelog); `lakerank.changes` must be the audit log slice.
+audit log up to c (lookup changelog); `lakerank_lib.changes` must be the audit log slice.
 """
 
 from __future__ import annotations

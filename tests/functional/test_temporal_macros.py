@@ -1,4 +1,4 @@
-"""lakerank.zipper and lakerank.as_of_join, used from an analyst's dbt project.
+"""lakerank_lib.zipper and lakerank_lib.as_of_join, used from an analyst's dbt project.
 
 The analyst project (tests/fixtures/analyst) installs lakerank as a local package and builds
 zippers and temporal / lookup joins over two source tables this module writes directly into
@@ -505,7 +505,7 @@ def test_argument_errors(analyst, capsys):
         result = analyst.dbt("compile", "--inline", "{{ %s }}" % call, expect_success=False)
         assert not result.success, call
         out = capsys.readouterr().out
-        assert f"lakerank.{call.split('(')[0].split('.')[1]}: " in out and message in out, (call, out)
+        assert f"lakerank_lib.{call.split('(')[0].split('.')[1]}: " in out and message in out, (call, out)
 
 
 def _plan(spark, sql: str) -> str:

@@ -4,7 +4,7 @@
     `with_commit_id` is false) `_commit_id`. A key on both sides is a change when one of the
     `compared` columns (default: every non-key column) differs; `keep_unchanged` emits -U/+U
     for every key on both sides (Paimon's lookup changelog without row deduplication). -#}
-{% macro audit_diff(old_rows, new_rows, cols, primary_key, commit_id, with_commit_id=true, compared=none, keep_unchanged=false) -%}
+{% macro _audit_diff(old_rows, new_rows, cols, primary_key, commit_id, with_commit_id=true, compared=none, keep_unchanged=false) -%}
   {%- if compared is none -%}
     {%- set compared = [] -%}
     {%- for c in cols if c not in primary_key -%}{%- do compared.append(c) -%}{%- endfor -%}
@@ -20,7 +20,7 @@
       n.{{ primary_key[0] }} is not null as has_new
     from old_rows as o
     full outer join new_rows as n
-      on {{ lakerank_lib.key_match('o', 'n', primary_key) }}
+      on {{ lakerank_lib._key_match('o', 'n', primary_key) }}
   ),
   changed as (
     select * from paired

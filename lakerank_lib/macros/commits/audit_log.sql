@@ -5,7 +5,7 @@
   `merge_on_read` (every changed row). Only committed commits are visible.
 -#}
 {% macro audit_log(relation) -%}
-  {%- set audit = lakerank_lib.side_table(relation, 'audit_log') -%}
+  {%- set audit = lakerank_lib._side_table(relation, 'audit_log') -%}
   {%- set cols = [] -%}
   {%- if execute and adapter.lakerank_table_exists(audit) -%}
     {%- for c in adapter.get_columns_in_relation(audit) -%}
@@ -13,19 +13,19 @@
     {%- endfor -%}
   {%- endif -%}
   (select rowkind, {% for c in cols %}{{ c }}, {% endfor %}_commit_id, _commit_time from {{ audit }}
-   {{ lakerank_lib.committed_filter(relation, '_commit_id') }})
+   {{ lakerank_lib._committed_filter(relation, '_commit_id') }})
 {%- endmacro %}
 
 
 {#- `<relation>__<suffix>`, a table kept beside a lakerank table. -#}
-{% macro side_table(relation, suffix) -%}
+{% macro _side_table(relation, suffix) -%}
   {{ return(api.Relation.create(schema=relation.schema, identifier=relation.identifier ~ '__' ~ suffix, type='table')) }}
 {%- endmacro %}
 
 
 {#- `where <column> <= last recorded snapshot` for pk_tables (a dead attempt's partition is
     never read); nothing for other tables. Read when the query is compiled. -#}
-{% macro committed_filter(relation, column) -%}
+{% macro _committed_filter(relation, column) -%}
   {%- set snapshot = adapter.lakerank_get_property(relation, 'lakerank.snapshot_id', '') if execute else '' -%}
   {%- if snapshot -%}where {{ column }} <= {{ snapshot }}{%- endif -%}
 {%- endmacro %}

@@ -34,7 +34,7 @@
 {#- A table's state depends on settings such as the rank function: its `state_fingerprint`
     config is stored with each commit, and a run with different settings stops with a
     clear message instead of mixing two kinds of state (unless --full-refresh). -#}
-{% macro check_fingerprint(relation, fingerprint, properties=none) -%}
+{% macro _check_fingerprint(relation, fingerprint, properties=none) -%}
   {%- if fingerprint and execute -%}
     {%- set stored = properties.get('lakerank.fingerprint', '') if properties is not none
                      else adapter.lakerank_get_property(relation, 'lakerank.fingerprint', '') -%}
@@ -74,7 +74,7 @@
 
 
 {#- The window of a model that must have one (merge_on_read). -#}
-{% macro required_commit_window(materialization) -%}
+{% macro _required_commit_window(materialization) -%}
   {%- set window = lakerank_lib.commit_window() -%}
   {%- if window is none -%}
     {{ exceptions.raise_compiler_error(materialization ~ " model " ~ this ~ " has no commit source: its SQL"

@@ -3,8 +3,8 @@
 {#- A run with nothing pending writes nothing; the model's data tests read no rows: `rows`, a
     query with no row over a plain table with the relation's columns (cheaper to analyse than
     the relation when it is a view), else the relation under `false`. -#}
-{% macro commit_nothing(relation, rows=none) -%}
-  {% do lakerank_lib.remember_written(relation, 'false', rows) %}
+{% macro _commit_nothing(relation, rows=none) -%}
+  {% do lakerank_lib._remember_written(relation, 'false', rows) %}
   {% call statement('main') -%}
     select 'no pending commits' as status
   {%- endcall %}
@@ -21,7 +21,7 @@
 
 
 {#- Drop a staging table that a killed run left behind. -#}
-{% macro drop_leftover(relation) -%}
+{% macro _drop_leftover(relation) -%}
   {%- if adapter.lakerank_table_exists(relation) -%}
     {% call statement('drop_leftover_' ~ relation.identifier) -%} drop table if exists {{ relation }} {%- endcall %}
   {%- endif -%}
@@ -33,7 +33,7 @@
     view` drops the view, then creates it, and a reader in between finds no view; an
     existing view's properties need their own `alter view ... set`). `exists`: whether the
     view exists, when the caller already knows. -#}
-{% macro define_view(relation, properties='', exists=none) -%}
+{% macro _define_view(relation, properties='', exists=none) -%}
   {%- set exists = adapter.lakerank_table_exists(relation) if exists is none else exists -%}
   {%- if exists -%}alter view {{ relation }} as
   {%- else -%}create view {{ relation }} {{ properties }} as{%- endif -%}

@@ -14,7 +14,7 @@
     `scan.snapshot-id` / `VERSION AS OF`), replayed from the state log. An id outside the
     table's snapshots fails like Paimon does. -#}
 {% macro as_of(relation, commit_id) -%}
-  {%- set state = lakerank_lib.side_table(relation, 'state_log') -%}
+  {%- set state = lakerank_lib._side_table(relation, 'state_log') -%}
   {%- set names = [] -%}
   {%- set primary_key = [] -%}
   {%- if execute -%}
@@ -28,7 +28,7 @@
       {%- do names.append(c.name) -%}
     {%- endfor -%}
   {%- endif -%}
-  {{ lakerank_lib.pk_state_at(state, names or ['*'], primary_key or ['1'], commit_id) }}
+  {{ lakerank_lib._pk_state_at(state, names or ['*'], primary_key or ['1'], commit_id) }}
 {%- endmacro %}
 
 
@@ -37,6 +37,6 @@
 {% macro snapshots(relation) -%}
   (select snapshot_id, commit_time, commit_kind, input_record_count, touched_key_count,
           changelog_record_count, rewritten_partitions, rewritten_bytes, superseded_bytes
-   from {{ lakerank_lib.side_table(relation, 'snapshots') }}
-   {{ lakerank_lib.committed_filter(relation, 'snapshot_id') }})
+   from {{ lakerank_lib._side_table(relation, 'snapshots') }}
+   {{ lakerank_lib._committed_filter(relation, 'snapshot_id') }})
 {%- endmacro %}

@@ -49,7 +49,7 @@
       using parquet partitioned by (commit_id) location '{{ root }}'
     {%- endcall %}
   {%- endif -%}
-  {%- set sources = lakerank_lib.publication_sources(published) -%}
+  {%- set sources = lakerank_lib._publication_sources(published) -%}
   {%- set commit_id = sources | map(attribute='commit_id') | select('ge', 0) | list -%}
   {%- if not commit_id -%}  {#- nothing committed yet (an empty stream): nothing to publish -#}
     {% call statement('main') -%} select 'nothing committed yet' as status {%- endcall %}
@@ -73,10 +73,10 @@
       defined before its partition was added, unless one is missing (a kill between the first
       publication and its views) or a base moved under it (a --full-refresh). -#}
   {%- set views_due = not published_now
-        or lakerank_lib.publication_views_stale(sources) -%}
+        or lakerank_lib._publication_views_stale(sources) -%}
   {%- if before and views_due -%}  {#- views valid for the published commit and for this one -#}
     {%- for source in sources -%}
-      {% do lakerank_lib.publication_view(source) %}
+      {% do lakerank_lib._publication_view(source) %}
     {%- endfor -%}
     {% do lakerank_lib.fault_point('viewed') %}
   {%- endif -%}
@@ -97,7 +97,7 @@
   {%- endif -%}
   {%- if not before -%}  {#- the first publication: P exists before any reader view -#}
     {%- for source in sources -%}
-      {% do lakerank_lib.publication_view(source) %}
+      {% do lakerank_lib._publication_view(source) %}
     {%- endfor -%}
   {%- endif -%}
   {#- Older publications go, but the last three: a reader may still be planning on one. -#}
@@ -117,7 +117,7 @@
 
 
 {#- Whether a reader view is missing or reads a base other than its relation's current one. -#}
-{% macro publication_views_stale(sources) -%}
+{% macro _publication_views_stale(sources) -%}
   {%- for source in sources -%}
     {%- if load_cached_relation(source['reader']) is none -%}{{ return(true) }}{%- endif -%}
     {%- if source.get('base') and (source['published_base'].get('location') != source['base']['location']
@@ -135,7 +135,7 @@
 
 {#- Per published relation: its reader view's name, its commit, and for a merge_on_read
     model the current base (directory, commit) and the one the reader view used so far. -#}
-{% macro publication_sources(published) -%}
+{% macro _publication_sources(published) -%}
   {%- set out = [] -%}
   {#- the bases the published commit's views read, recorded with it -#}
   {%- set has_bases = 'bases' in adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
@@ -143,7 +143,7 @@
         ~ " where commit_id = (select max(commit_id) from " ~ this ~ ")") if has_bases else [] -%}
   {%- set published_bases = fromjson(recorded[0]) if recorded and recorded[0] not in ('', 'None') else {} -%}
   {%- for relation in published -%}
-    {%- set info = adapter.lakerank_tables_info([relation, lakerank_lib.side_table(relation, 'base')]) -%}
+    {%- set info = adapter.lakerank_tables_info([relation, lakerank_lib._side_table(relation, 'base')]) -%}
     {%- set props = info[relation.identifier]['properties'] -%}
     {%- set reader = this.incorporate(path={'identifier': relation.identifier}, type='view') -%}
     {%- set source = {'relation': relation, 'reader': reader, 'commit_id': props.get('lakerank.commit_id', '-1') | int} -%}
@@ -178,7 +178,7 @@
 
 
 {#- The reader view of one published relation (see the materialization's steps). -#}
-{% macro publication_view(source) -%}
+{% macro _publication_view(source) -%}
   {%- set p = '(select max(commit_id) from ' ~ this ~ ')' -%}
   {%- set cols = adapter.get_columns_in_relation(source['relation']) | map(attribute='name') | list -%}
   {%- if source.get('base') -%}
@@ -195,9 +195,9 @@
       {%- set since = 'case when ' ~ p ~ ' >= ' ~ new['commit'] ~ ' then ' ~ new['commit'] ~ ' else ' ~ old['commit'] ~ ' end' -%}
     {%- endif -%}
     {% call statement('publish_' ~ source['relation'].identifier) -%}
-      {{ lakerank_lib.define_view(source['reader']) }}
+      {{ lakerank_lib._define_view(source['reader']) }}
       {{ lakerank_lib.merge_on_read_select(base,
-          'select * from ' ~ lakerank_lib.side_table(source['relation'], 'audit_log')
+          'select * from ' ~ lakerank_lib._side_table(source['relation'], 'audit_log')
           ~ ' where _commit_id > ' ~ since ~ ' and _commit_id <= ' ~ p,
           cols, source['primary_key']) }}
     {%- endcall %}
@@ -207,7 +207,7 @@
            ~ " merge_on_read model nor has a _commit_id column: it cannot be read as of a commit") }}
     {%- endif -%}
     {% call statement('publish_' ~ source['relation'].identifier) -%}
-      {{ lakerank_lib.define_view(source['reader']) }}
+      {{ lakerank_lib._define_view(source['reader']) }}
       select * from {{ source['relation'] }} where _commit_id <= {{ p }}
     {%- endcall %}
   {%- endif -%}

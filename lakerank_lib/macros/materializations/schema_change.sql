@@ -16,7 +16,7 @@
 
 {#- The model's on_schema_change: dbt's own default is `ignore`, lakerank's is `fail`, so
     only a value the project set (model file or YAML) counts. -#}
-{% macro on_schema_change_mode() -%}
+{% macro _on_schema_change_mode() -%}
   {%- set mode = model.get('unrendered_config', {}).get('on_schema_change') and config.get('on_schema_change') -%}
   {%- set mode = mode or 'fail' -%}
   {%- if mode not in ['fail', 'ignore', 'append_new_columns', 'sync_all_columns'] -%}
@@ -28,7 +28,7 @@
 
 
 {#- `stored` and `incoming`: [{'name', 'type'}]. Names compare case-insensitively. -#}
-{% macro schema_diff(stored, incoming) -%}
+{% macro _schema_diff(stored, incoming) -%}
   {%- set old = {} -%}
   {%- for c in stored -%}{%- do old.update({c.name | lower: c}) -%}{%- endfor -%}
   {%- set new = {} -%}
@@ -44,46 +44,46 @@
 
 
 {#- The command that rebuilds the model and everything downstream from its upstream tables. -#}
-{% macro full_refresh_command() -%}
+{% macro _full_refresh_command() -%}
   dbt build --full-refresh --select {{ model.name }}+
 {%- endmacro %}
 
 
-{% macro schema_change_error(kind, problem, fixes) -%}
+{% macro _schema_change_error(kind, problem, fixes) -%}
   {{ exceptions.raise_compiler_error(kind ~ " " ~ this ~ ": " ~ problem ~ ". " ~ fixes
       ~ "rebuild it and everything downstream from its upstream tables: `"
-      ~ lakerank_lib.full_refresh_command() ~ "`") }}
+      ~ lakerank_lib._full_refresh_command() ~ "`") }}
 {%- endmacro %}
 
 
 {#- Stop unless `mode` accepts `diff`; the message names the model, the columns and the fixes. -#}
-{% macro check_schema_change(kind, diff, mode) -%}
+{% macro _check_schema_change(kind, diff, mode) -%}
   {%- set parts = [] -%}
   {%- if diff.added -%}
-    {%- do parts.append('added ' ~ lakerank_lib.describe_columns(diff.added)) -%}
+    {%- do parts.append('added ' ~ lakerank_lib._describe_columns(diff.added)) -%}
   {%- endif -%}
   {%- if diff.removed -%}
-    {%- do parts.append('removed ' ~ lakerank_lib.describe_columns(diff.removed)) -%}
+    {%- do parts.append('removed ' ~ lakerank_lib._describe_columns(diff.removed)) -%}
   {%- endif -%}
   {%- set types = [] -%}
   {%- for c in diff.changed -%}{%- do types.append(c.name ~ ' ' ~ c.stored ~ ' -> ' ~ c.type) -%}{%- endfor -%}
   {%- if types -%}
-    {{ lakerank_lib.schema_change_error(kind, "the type of a stored column changed (" ~ types | join(', ')
+    {{ lakerank_lib._schema_change_error(kind, "the type of a stored column changed (" ~ types | join(', ')
         ~ "), which no on_schema_change mode applies in place", "To change it, ") }}
   {%- elif parts and mode == 'fail' -%}
-    {{ lakerank_lib.schema_change_error(kind, "the model's columns no longer match the stored table: "
+    {{ lakerank_lib._schema_change_error(kind, "the model's columns no longer match the stored table: "
         ~ parts | join('; ') ~ " (on_schema_change='fail', lakerank's default)",
         "Either set on_schema_change='append_new_columns' (stored rows read NULL in the new columns),"
         ~ " 'sync_all_columns' or 'ignore' in the model's config, or ") }}
   {%- elif diff.removed and mode == 'sync_all_columns' -%}
-    {{ lakerank_lib.schema_change_error(kind, "on_schema_change='sync_all_columns' cannot drop "
-        ~ lakerank_lib.describe_columns(diff.removed) ~ " in place (a parquet table cannot drop a column)",
+    {{ lakerank_lib._schema_change_error(kind, "on_schema_change='sync_all_columns' cannot drop "
+        ~ lakerank_lib._describe_columns(diff.removed) ~ " in place (a parquet table cannot drop a column)",
         "Either use 'append_new_columns' (the column is kept and gets NULL), or ") }}
   {%- endif -%}
 {%- endmacro %}
 
 
-{% macro describe_columns(columns) -%}
+{% macro _describe_columns(columns) -%}
   {%- set out = [] -%}
   {%- for c in columns -%}{%- do out.append(c.name ~ ' ' ~ c.type) -%}{%- endfor -%}
   {{- out | join(', ') -}}
@@ -93,7 +93,7 @@
 {#- The columns the model writes under `mode`: the stored ones in their order (a removed one
     as NULL of its type), then the added ones unless `mode` is ignore; `extra` input columns
     (pk_table's `rowkind`) pass through. A SELECT list over the model's query. -#}
-{% macro schema_change_select(stored, diff, mode, extra=[]) -%}
+{% macro _schema_change_select(stored, diff, mode, extra=[]) -%}
   {%- set removed = diff.removed | map(attribute='name') | map('lower') | list -%}
   {%- set cols = [] -%}
   {%- for c in stored -%}
@@ -108,7 +108,7 @@
 
 {#- append_new_columns / sync_all_columns: add the new columns to each table of `tables`
     that lacks them (idempotent: a run killed between two tables adds the rest on rerun). -#}
-{% macro add_new_columns(tables, added) -%}
+{% macro _add_new_columns(tables, added) -%}
   {%- for relation in tables -%}
     {%- set have = adapter.lakerank_query_schema(relation | string) | map(attribute='name') | map('lower') | list -%}
     {%- set missing = [] -%}
@@ -129,21 +129,21 @@
 {#- Apply the model's `on_schema_change` to a commit: `stored` are the stored columns,
     `incoming` the SELECT's, `tables` every table holding the model's columns. Returns
     {'changed': bool, 'select': the SELECT list over the model's query}. -#}
-{% macro apply_schema_change(kind, stored, incoming, tables, extra=[]) -%}
-  {%- set diff = lakerank_lib.schema_diff(stored, incoming) -%}
+{% macro _apply_schema_change(kind, stored, incoming, tables, extra=[]) -%}
+  {%- set diff = lakerank_lib._schema_diff(stored, incoming) -%}
   {%- if not (diff.added or diff.removed or diff.changed) -%}
     {{ return({'changed': false, 'select': '*'}) }}
   {%- endif -%}
-  {%- set mode = lakerank_lib.on_schema_change_mode() -%}
-  {% do lakerank_lib.check_schema_change(kind, diff, mode) %}
+  {%- set mode = lakerank_lib._on_schema_change_mode() -%}
+  {% do lakerank_lib._check_schema_change(kind, diff, mode) %}
   {%- if mode in ['append_new_columns', 'sync_all_columns'] and diff.added -%}
-    {% do lakerank_lib.add_new_columns(tables, diff.added) %}
+    {% do lakerank_lib._add_new_columns(tables, diff.added) %}
   {%- endif -%}
   {%- set names = [] -%}
   {%- for c in diff.added -%}{%- do names.append('+' ~ c.name) -%}{%- endfor -%}
   {%- for c in diff.removed -%}{%- do names.append('-' ~ c.name) -%}{%- endfor -%}
   {{ log(kind ~ " " ~ this ~ ": on_schema_change='" ~ mode ~ "': " ~ names | join(' '), info=true) }}
-  {{ return({'changed': true, 'select': lakerank_lib.schema_change_select(stored, diff, mode, extra),
+  {{ return({'changed': true, 'select': lakerank_lib._schema_change_select(stored, diff, mode, extra),
              'added': diff.added if mode != 'ignore' else []}) }}
 {%- endmacro %}
 
@@ -151,17 +151,17 @@
 {#- merge_on_read: the model's SELECT against `<model>__base`; added columns go to the base
     and the audit log, and the view is redefined over them (same base commit and watermark)
     before this commit's diff reads it. Returns the query this run writes. -#}
-{% macro merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint) -%}
+{% macro _merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint) -%}
   {%- set probe = this.identifier ~ '__lr_schema' -%}
   {% call statement('merge_on_read_schema') -%}
     create or replace temporary view {{ probe }} as {{ sql }}
   {%- endcall %}
   {%- set incoming = adapter.lakerank_query_schema(probe) -%}
   {%- set stored = adapter.lakerank_query_schema(parts['base'] | string) -%}
-  {%- set change = lakerank_lib.apply_schema_change('merge_on_read', stored, incoming, [parts['base'], parts['audit']]) -%}
+  {%- set change = lakerank_lib._apply_schema_change('merge_on_read', stored, incoming, [parts['base'], parts['audit']]) -%}
   {%- if not change.changed -%}{{ return(sql) }}{%- endif -%}
   {%- if change.added -%}
-    {% do lakerank_lib.merge_on_read_replace_view(view_relation, parts, primary_key,
+    {% do lakerank_lib._merge_on_read_replace_view(view_relation, parts, primary_key,
           adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1'),
           lakerank_lib.watermark(view_relation), fingerprint) %}
   {%- endif -%}

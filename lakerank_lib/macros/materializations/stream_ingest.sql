@@ -28,8 +28,8 @@ lakerank_result = model(dbt, spark)
   {%- endif -%}
   {#- Its data tests in this invocation read only the commits it just wrote, named (a literal
       list the scan prunes partitions by), and nothing when it wrote none. -#}
-  {% do lakerank_lib.remember_written(target_relation,
-      lakerank_lib.partition_filter('_commit_id', ids | select('>', before) | list)) %}
+  {% do lakerank_lib._remember_written(target_relation,
+      lakerank_lib._partition_filter('_commit_id', ids | select('>', before) | list)) %}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -50,6 +50,6 @@
 
 {#- A progress line of this model's long work (`<model>: <message>`, dbt's info level): one
     per commit, so a build is never silent for minutes and the log stays one screen. -#}
-{% macro progress(message) -%}
+{% macro _progress(message) -%}
   {%- if execute -%}{{ log(this.identifier ~ ': ' ~ message, info=true) }}{%- endif -%}
 {%- endmacro %}

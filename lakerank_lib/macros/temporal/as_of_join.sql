@@ -36,10 +36,10 @@
   {%- set fact_key = key if fact_key is none else ([fact_key] if fact_key is string else fact_key) -%}
   {%- set columns = [columns] if columns is string else columns -%}
   {%- if key | length == 0 or key | length != fact_key | length -%}
-    {{ exceptions.raise_compiler_error("lakerank.as_of_join: `key` and `fact_key` must name the same (non-zero) number of columns") }}
+    {{ exceptions.raise_compiler_error("lakerank_lib.as_of_join: `key` and `fact_key` must name the same (non-zero) number of columns") }}
   {%- endif -%}
   {%- if bounds not in ['[)', '(]'] -%}
-    {{ exceptions.raise_compiler_error("lakerank.as_of_join: bounds must be '[)' or '(]', got " ~ bounds) }}
+    {{ exceptions.raise_compiler_error("lakerank_lib.as_of_join: bounds must be '[)' or '(]', got " ~ bounds) }}
   {%- endif -%}
   {%- set cols = [] -%}
   {%- for item in columns -%}
@@ -73,7 +73,7 @@ left join (
     on {% for k in key %}_lr_f.{{ fact_key[loop.index0] }} = _lr_d.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
 
   {%- elif mode != 'event_time' -%}
-    {{ exceptions.raise_compiler_error("lakerank.as_of_join: mode must be 'event_time' or 'latest', got " ~ mode) }}
+    {{ exceptions.raise_compiler_error("lakerank_lib.as_of_join: mode must be 'event_time' or 'latest', got " ~ mode) }}
 
   {%- elif strategy == 'range_join' -%}
 select
@@ -146,6 +146,6 @@ from (
 ) as _lr_u
 
   {%- else -%}
-    {{ exceptions.raise_compiler_error("lakerank.as_of_join: strategy must be 'window' or 'range_join', got " ~ strategy) }}
+    {{ exceptions.raise_compiler_error("lakerank_lib.as_of_join: strategy must be 'window' or 'range_join', got " ~ strategy) }}
   {%- endif -%}
 {%- endmacro %}

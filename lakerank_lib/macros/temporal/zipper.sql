@@ -48,7 +48,7 @@
   {%- set columns = [columns] if columns is string else columns -%}
   {%- set change_order = [] if change_order is none else ([change_order] if change_order is string else change_order) -%}
   {%- if key | length == 0 -%}
-    {{ exceptions.raise_compiler_error("lakerank.zipper: `key` must name at least one column") }}
+    {{ exceptions.raise_compiler_error("lakerank_lib.zipper: `key` must name at least one column") }}
   {%- endif -%}
   {%- set end_expr = lakerank_lib.open_version_end() if open_end is none else open_end -%}
   {%- set part = key | join(', ') -%}

@@ -6,14 +6,14 @@
 {#- Write-failure injection for tests: `lakerank_fault: "write:<part>"` (or per model, as
     below) makes this model's parquet write whose location contains <part> fail like a full
     disk, leaving a torn file behind (adapter.lakerank_write_dirs). -#}
-{% macro write_fault() -%}
-  {%- set fault = lakerank_lib.model_fault() -%}
+{% macro _write_fault() -%}
+  {%- set fault = lakerank_lib._model_fault() -%}
   {{ return(fault if fault is string and fault.startswith('write:') else '') }}
 {%- endmacro %}
 
 
 {#- This model's `lakerank_fault` value (a plain value applies to every model). -#}
-{% macro model_fault() -%}
+{% macro _model_fault() -%}
   {#- the var, or the environment's LAKERANK_FAULT (JSON or a plain value): a crash test's
       processes then keep dbt's partial parse (a changed var re-parses the project) -#}
   {%- set fault = var('lakerank_fault', '') or env_var('LAKERANK_FAULT', '') -%}
@@ -36,7 +36,7 @@
     committed, viewed, compacted; stream_ingest ingested; publication viewed, published
     (and any a project's own macro declares with fault_point). -#}
 {% macro fault_point(name) -%}
-  {%- set fault = lakerank_lib.model_fault() -%}
+  {%- set fault = lakerank_lib._model_fault() -%}
   {%- if fault == 'kill:' ~ name -%}
     {% do adapter.lakerank_test_kill(this ~ ' ' ~ name) %}
   {%- endif -%}

@@ -2,7 +2,7 @@
 
 
 {#- The relations kept beside a pk_table. -#}
-{% macro pk_side_tables(target) -%}
+{% macro _pk_side_tables(target) -%}
   {%- set out = {} -%}
   {%- for suffix in ['audit_log', 'state_log', 'snapshots'] -%}
     {%- do out.update({suffix.split('_')[0]: api.Relation.create(
@@ -13,7 +13,7 @@
 
 
 {#- Session-local temporary views of one commit. -#}
-{% macro pk_views(target) -%}
+{% macro _pk_views(target) -%}
   {%- set out = {} -%}
   {%- for name in ['source', 'input', 'stored', 'simple', 'complex', 'merged_raw', 'merged'] -%}
     {%- do out.update({name: target.identifier ~ '__lr_' ~ name}) -%}
@@ -22,7 +22,7 @@
 {%- endmacro %}
 
 
-{% macro pk_create_tables(target, tables, layout, fingerprint, primary_key, pcols, info) -%}
+{% macro _pk_create_tables(target, tables, layout, fingerprint, primary_key, pcols, info) -%}
   {%- if not info[target.identifier]['exists'] %}
   {% call statement('pk_create_target') -%}
     create table if not exists {{ target }} (
@@ -54,6 +54,6 @@
 
 {#- A pk_table's (or side table's) location: from the commit's one metadata read when the
     table existed then, else asked now (the run created it). -#}
-{% macro pk_location(relation, info) -%}
+{% macro _pk_location(relation, info) -%}
   {{- info[relation.identifier]['location'] or adapter.lakerank_table_location(relation) -}}
 {%- endmacro %}

@@ -5,7 +5,7 @@
 {#- The options the stored state was merged under: the merge engine, sequence fields,
     per-field rules (aggregate functions, sequence groups, ...) and the engines' own keys.
     (ignore-delete / ignore-update-before and the layout are checked on their own.) -#}
-{% macro pk_state_options(options) -%}
+{% macro _pk_state_options(options) -%}
   {%- set out = {'merge-engine': options.get('merge-engine', 'deduplicate') | string} -%}
   {%- for key, value in options.items() -%}
     {%- if key == 'rowkind.field' or key.startswith('sequence.field') or key.startswith('fields.')
@@ -18,18 +18,18 @@
 
 
 {#- The table property value recording them (`lakerank.options`, JSON, SQL-quoted). -#}
-{% macro pk_state_options_property(options) -%}
-  {{- tojson(lakerank_lib.pk_state_options(options), sort_keys=true) | replace('\\', '\\\\') | replace("'", "\\'") -}}
+{% macro _pk_state_options_property(options) -%}
+  {{- tojson(lakerank_lib._pk_state_options(options), sort_keys=true) | replace('\\', '\\\\') | replace("'", "\\'") -}}
 {%- endmacro %}
 
 
 {#- Stop when an option the stored state depends on changed: state merged under one rule
     cannot be continued under another. A rule for a column this run adds is new, not changed. -#}
-{% macro pk_check_state_options(options, props, added) -%}
+{% macro _pk_check_state_options(options, props, added) -%}
   {%- set text = props.get('lakerank.options', '') -%}
   {%- if not text -%}{{ return(none) }}{%- endif -%}
   {%- set stored = fromjson(text) -%}
-  {%- set now = lakerank_lib.pk_state_options(options) -%}
+  {%- set now = lakerank_lib._pk_state_options(options) -%}
   {%- set new_columns = added | map(attribute='name') | map('lower') | list -%}
   {%- set changed = [] -%}
   {%- for key in (stored.keys() | list + now.keys() | list) | unique | sort
@@ -41,7 +41,7 @@
     {%- endif -%}
   {%- endfor -%}
   {%- if changed -%}
-    {{ lakerank_lib.schema_change_error('pk_table', "option " ~ changed | join(', option ')
+    {{ lakerank_lib._schema_change_error('pk_table', "option " ~ changed | join(', option ')
         ~ ": its stored rows were merged under the old rule and cannot be continued under the new one",
         "Put the old value back, or ") }}
   {%- endif -%}
@@ -51,18 +51,18 @@
 {#- The commit's schema after on_schema_change: the SELECT (temporary view `source`, schema
     `schema`) against the stored table (minus `_bucket`); the side tables holding the
     model's columns gain the added ones; `source` is redefined over the columns to write. -#}
-{% macro pk_schema_change(target, tables, source, schema, options, info) -%}
+{% macro _pk_schema_change(target, tables, source, schema, options, info) -%}
   {%- set stored = [] -%}
   {%- for c in adapter.lakerank_query_schema(target | string) if c.name != '_bucket' -%}{%- do stored.append(c) -%}{%- endfor -%}
   {%- set incoming = [] -%}
   {%- for c in schema if c.name | lower != 'rowkind' -%}{%- do incoming.append(c) -%}{%- endfor -%}
   {%- set rowkind = [] -%}
   {%- for c in schema if c.name | lower == 'rowkind' -%}{%- do rowkind.append(c.name) -%}{%- endfor -%}
-  {%- set diff = lakerank_lib.schema_diff(stored, incoming) -%}
-  {% do lakerank_lib.pk_check_state_options(options, info[target.identifier]['properties'], diff.added) %}
+  {%- set diff = lakerank_lib._schema_diff(stored, incoming) -%}
+  {% do lakerank_lib._pk_check_state_options(options, info[target.identifier]['properties'], diff.added) %}
   {%- set holding = [] -%}
   {%- for t in [target, tables.audit, tables.state] if info[t.identifier]['exists'] -%}{%- do holding.append(t) -%}{%- endfor -%}
-  {%- set change = lakerank_lib.apply_schema_change('pk_table', stored, incoming, holding, rowkind) -%}
+  {%- set change = lakerank_lib._apply_schema_change('pk_table', stored, incoming, holding, rowkind) -%}
   {%- if not change.changed -%}{{ return(schema) }}{%- endif -%}
   {% call statement('pk_source_evolved') -%}
     create or replace temporary view {{ source }} as

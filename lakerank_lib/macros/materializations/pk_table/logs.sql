@@ -4,10 +4,10 @@
 
 {#- Does this commit run a full compaction (changelog-producer full-compaction), and from
     which earlier compaction does its changelog diff? -#}
-{% macro pk_compaction(spec, options, commit_id, props) -%}
+{% macro _pk_compaction(spec, options, commit_id, props) -%}
   {%- set requested = var('lakerank_full_compaction', false) -%}
   {%- if requested is not boolean and requested is not none -%}
-    {%- set requested = this.identifier in lakerank_lib.as_list(requested) -%}
+    {%- set requested = this.identifier in lakerank_lib._as_list(requested) -%}
   {%- endif -%}
   {%- set periodic = 'full-compaction.delta-commits' in options and commit_id % spec.delta_commits == 0 -%}
   {%- set last = props.get('lakerank.full_compaction_id', '0') | int -%}
@@ -17,26 +17,26 @@
 
 {#- Write partition `column = value` of log table `relation` as a directory (the caller's
     SELECT, cast to the table's columns) and register it: one write, one metastore call. -#}
-{% macro pk_write_log_partition(relation, column, value, info) -%}
-  {%- set location = lakerank_lib.pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value -%}
-  {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank_lib.write_fault()) %}
+{% macro _pk_write_log_partition(relation, column, value, info) -%}
+  {%- set location = lakerank_lib._pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value -%}
+  {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank_lib._write_fault()) %}
   {% do adapter.lakerank_commit_swap(relation, {'create': [[column ~ '=' ~ value, location]]}) %}
 {%- endmacro %}
 
 
 {#- The merged view's role that is the changelog of `changelog-producer` (full-compaction:
     between compactions, lookup's rows are not kept). -#}
-{% macro pk_changelog_role(producer) -%}
+{% macro _pk_changelog_role(producer) -%}
   {{- {'none': 'premerged', 'input': 'input', 'lookup': 'lookup', 'full-compaction': 'lookup'}[producer] -}}
 {%- endmacro %}
 
 
 {#- The commit's audit-log rows per `changelog-producer`. -#}
-{% macro pk_changelog(tables, views, layout, spec, commit_id, compaction) -%}
+{% macro _pk_changelog(tables, views, layout, spec, commit_id, compaction) -%}
   {%- set producer = spec.changelog_producer -%}
   {% if producer == 'full-compaction' and not (compaction.full and compaction.since == commit_id - 1) -%}
     {%- if compaction.full -%}
-      {{ lakerank_lib.pk_compaction_changelog(tables, layout, spec, compaction.since, commit_id) }}
+      {{ lakerank_lib._pk_compaction_changelog(tables, layout, spec, compaction.since, commit_id) }}
     {%- else -%}
       select cast(null as string) as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
       from {{ views.merged }} where false
@@ -44,13 +44,13 @@
   {%- else -%}
     select __kind as rowkind, {% for c in layout.names %}{{ c }}, {% endfor %}current_timestamp() as _commit_time
     from {{ views.merged }}
-    where __role = '{{ lakerank_lib.pk_changelog_role(producer) }}'
+    where __role = '{{ lakerank_lib._pk_changelog_role(producer) }}'
   {%- endif %}
 {%- endmacro %}
 
 
-{% macro pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) -%}
-  {% call lakerank_lib.pk_write_log_partition(tables.state, '_commit_id', commit_id, info) -%}
+{% macro _pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) -%}
+  {% call lakerank_lib._pk_write_log_partition(tables.state, '_commit_id', commit_id, info) -%}
     select {% for c in layout.names %}{{ c }}, {% endfor %}true as _live
     from {{ views.merged }}
     where __role = 'after'
@@ -58,10 +58,10 @@
     select {% for c in layout.names %}stored.{{ c }}, {% endfor %}false as _live
     from {{ views.stored }} as stored
     left anti join (select * from {{ views.merged }} where __role = 'after') as after
-      on {{ lakerank_lib.key_match('stored', 'after', spec.primary_key) }}
+      on {{ lakerank_lib._key_match('stored', 'after', spec.primary_key) }}
   {%- endcall %}
-  {% call lakerank_lib.pk_write_log_partition(tables.audit, '_commit_id', commit_id, info) -%}
-    {{ lakerank_lib.pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
+  {% call lakerank_lib._pk_write_log_partition(tables.audit, '_commit_id', commit_id, info) -%}
+    {{ lakerank_lib._pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
   {%- endcall %}
 {%- endmacro %}
 
@@ -69,7 +69,7 @@
 {#- full-compaction changelog with `full-compaction.delta-commits` = k: at every k-th commit,
     the lookup rule between the state at the previous full compaction and now, for the keys
     changed in between (changes in between collapse into one before/after pair). -#}
-{% macro pk_compaction_changelog(tables, layout, spec, from_commit, to_commit) -%}
+{% macro _pk_compaction_changelog(tables, layout, spec, from_commit, to_commit) -%}
   {%- set pk = spec.primary_key -%}
   {%- set compared = [] -%}
   {%- for c in layout.names if c not in pk and c not in spec.row_dedup_ignore -%}{%- do compared.append(c) -%}{%- endfor -%}
@@ -79,9 +79,9 @@
   {%- endset -%}
   {%- set sides = [] -%}
   {%- for commit in [from_commit, to_commit] -%}
-    {%- do sides.append('(select s.* from ' ~ lakerank_lib.pk_state_at(tables.state, layout.names, pk, commit)
-          ~ ' as s left semi join ' ~ keys ~ ' as keys on ' ~ lakerank_lib.key_match('s', 'keys', pk) ~ ')') -%}
+    {%- do sides.append('(select s.* from ' ~ lakerank_lib._pk_state_at(tables.state, layout.names, pk, commit)
+          ~ ' as s left semi join ' ~ keys ~ ' as keys on ' ~ lakerank_lib._key_match('s', 'keys', pk) ~ ')') -%}
   {%- endfor -%}
-  {{ lakerank_lib.audit_diff(sides[0], sides[1], layout.names, pk, to_commit, with_commit_id=false,
+  {{ lakerank_lib._audit_diff(sides[0], sides[1], layout.names, pk, to_commit, with_commit_id=false,
                              compared=compared, keep_unchanged=not spec.row_dedup) }}
 {%- endmacro %}

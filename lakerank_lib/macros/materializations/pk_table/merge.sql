@@ -1,24 +1,13 @@
 {#- pk_table: one commit's merge of the input into the stored rows of the keys it touches. -#}
 
 
-{% macro pk_bucket_expr(spec) -%}
+{% macro _pk_bucket_expr(spec) -%}
   {{ lakerank_lib.bucket_of(spec.bucket_key, spec.bucket) }}
 {%- endmacro %}
 
 
-{#- The pk_table bucket of key `columns` in a table with `buckets` buckets (option
-    `bucket`; -1 or 1 = one bucket): use it to read only the buckets holding some keys. -#}
-{% macro bucket_of(columns, buckets) -%}
-  {%- if buckets | int > 1 -%}
-    cast(pmod(hash({{ lakerank_lib.as_list(columns) | join(', ') }}), {{ buckets | int }}) as int)
-  {%- else -%}
-    0
-  {%- endif -%}
-{%- endmacro %}
-
-
 {#- The "col=value/.../_bucket=n" name of a row's directory (matches metastore specs). -#}
-{% macro pk_partition_string(partition_by) -%}
+{% macro _pk_partition_string(partition_by) -%}
   concat_ws('/', {% for p in partition_by %}concat('{{ p }}=', cast({{ p }} as string)), {% endfor -%}
   concat('_bucket=', cast(_bucket as string)))
 {%- endmacro %}
@@ -26,7 +15,7 @@
 
 {#- Rows of the (partition, bucket) directories in `touched`: literal IN lists per column
     (static partition pruning) plus the exact combination. -#}
-{% macro pk_touched_filter(partition_by, touched) -%}
+{% macro _pk_touched_filter(partition_by, touched) -%}
   {%- set values = {} -%}
   {%- for t in touched -%}
     {%- for item in t.split('/') -%}
@@ -36,43 +25,43 @@
     {%- endfor -%}
   {%- endfor -%}
   {%- for col in partition_by + ['_bucket'] -%}
-    {{ lakerank_lib.partition_filter(col, values.get(col, [])) }} and
+    {{ lakerank_lib._partition_filter(col, values.get(col, [])) }} and
   {% endfor -%}
-  {{ lakerank_lib.pk_partition_string(partition_by) }} in ({% for t in touched %}'{{ t }}'{{ ', ' if not loop.last }}{% endfor %})
+  {{ lakerank_lib._pk_partition_string(partition_by) }} in ({% for t in touched %}'{{ t }}'{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}
 
 
 {#- The commit's merge: stored rows of the touched keys + the input, per key, as one view
     (`__role` after/premerged/input/lookup, `__kind`, `__pos`; contract: python_udfs.commit.pk_commit),
     computed once (its output feeds the data, the logs and the snapshot).
-    SQL path (pk_sql_merge): deduplicate and first-row option sets that plain Spark SQL
+    SQL path (_pk_sql_merge): deduplicate and first-row option sets that plain Spark SQL
     reproduces exactly (python_udfs.commit.pk_commit.sql_mergeable); everything else goes through
     the Python kernel, with a SQL fast path for new keys with a single add row (Paimon's
     single-record shortcut) — unless the merge function must see it (lookup compaction on
     partial-update/aggregation) or rowkind.field decides kinds. -#}
-{% macro pk_merge(target, views, layout, spec, partition_by, touched) -%}
-  {%- set on_key = lakerank_lib.key_match('a', 'b', spec.primary_key) -%}
+{% macro _pk_merge(target, views, layout, spec, partition_by, touched) -%}
+  {%- set on_key = lakerank_lib._key_match('a', 'b', spec.primary_key) -%}
   {% call statement('pk_stored') -%}
     create or replace temporary view {{ views.stored }} as
     select {% for c in layout.names %}a.{{ c }}{{ ', ' if not loop.last }}{% endfor %}
     from {{ target }} as a
     left semi join {{ views.input }} as b on {{ on_key }}
-    where {{ lakerank_lib.pk_touched_filter(partition_by, touched) }}
+    where {{ lakerank_lib._pk_touched_filter(partition_by, touched) }}
   {%- endcall %}
   {%- if adapter.lakerank_pk_sql_mergeable(spec) -%}
     {% call statement('pk_merged') -%}
       create or replace temporary view {{ views.merged }} as
-      {{ lakerank_lib.pk_sql_merge(views, layout, spec) }}
+      {{ lakerank_lib._pk_sql_merge(views, layout, spec) }}
     {%- endcall %}
   {%- else -%}
-    {% do lakerank_lib.pk_python_merge(views, layout, spec, on_key) %}
+    {% do lakerank_lib._pk_python_merge(views, layout, spec, on_key) %}
   {%- endif -%}
   {% do adapter.lakerank_materialize_view(views.merged) %}
 {%- endmacro %}
 
 
 {#- The merge through python_udfs.commit.pk_commit (applyInArrow), new single-row keys in SQL. -#}
-{% macro pk_python_merge(views, layout, spec, on_key) -%}
+{% macro _pk_python_merge(views, layout, spec, on_key) -%}
   {%- set fast = spec.rowkind_field is none
         and (spec.engine in ['deduplicate', 'first-row'] or not spec.lookup_compaction) -%}
   {% call statement('pk_simple') -%}
@@ -116,7 +105,7 @@
     alone; `lookup` = +I / -U,+U / -D from stored vs after (nothing when no input row
     survived the filters; first-row only +I; row-deduplicate drops -U/+U of equal rows).
     `__pos` = the kernel's emit position: after, premerged, inputs by arrival, lookup. -#}
-{% macro pk_sql_merge(views, layout, spec) -%}
+{% macro _pk_sql_merge(views, layout, spec) -%}
   {%- set cols = layout.names | join(', ') -%}
   {%- set pk = spec.primary_key | join(', ') -%}
   {%- set first_row = spec.engine == 'first-row' -%}
@@ -204,14 +193,14 @@
 
 {#- Complete new contents of the touched (partition, bucket) directories: their untouched
     keys as they were, plus the merged rows of the touched keys. -#}
-{% macro pk_new_buckets(target, views, layout, spec, partition_by, touched) -%}
+{% macro _pk_new_buckets(target, views, layout, spec, partition_by, touched) -%}
   select {% for c in layout.names %}kept.{{ c }}, {% endfor %}kept._bucket
   from {{ target }} as kept
   left anti join {{ views.input }} as input
-    on {{ lakerank_lib.key_match('kept', 'input', spec.primary_key) }}
-  where {{ lakerank_lib.pk_touched_filter(partition_by, touched) }}
+    on {{ lakerank_lib._key_match('kept', 'input', spec.primary_key) }}
+  where {{ lakerank_lib._pk_touched_filter(partition_by, touched) }}
   union all
-  select {% for c in layout.names %}{{ c }}, {% endfor %}{{ lakerank_lib.pk_bucket_expr(spec) }} as _bucket
+  select {% for c in layout.names %}{{ c }}, {% endfor %}{{ lakerank_lib._pk_bucket_expr(spec) }} as _bucket
   from {{ views.merged }}
   where __role = 'after'
 {%- endmacro %}

@@ -45,12 +45,12 @@
 {% materialization pk_table, default %}
   {%- do adapter.lakerank_require_driver('pk_table') -%}
   {%- set target = this.incorporate(type='table') -%}
-  {%- set primary_key = lakerank_lib.as_list(config.require('primary_key')) -%}
-  {%- set partition_by = lakerank_lib.as_list(config.get('partition_by')) -%}
-  {%- set order_by = lakerank_lib.as_list(config.get('order_by')) -%}
+  {%- set primary_key = lakerank_lib._as_list(config.require('primary_key')) -%}
+  {%- set partition_by = lakerank_lib._as_list(config.get('partition_by')) -%}
+  {%- set order_by = lakerank_lib._as_list(config.get('order_by')) -%}
   {%- set options = config.get('options') or {} -%}
-  {%- set tables = lakerank_lib.pk_side_tables(target) -%}
-  {%- set views = lakerank_lib.pk_views(target) -%}
+  {%- set tables = lakerank_lib._pk_side_tables(target) -%}
+  {%- set views = lakerank_lib._pk_views(target) -%}
 
   {{ run_hooks(pre_hooks) }}
 
@@ -64,8 +64,8 @@
   {%- set props = info[target.identifier]['properties'] -%}
   {%- set existed = info[target.identifier]['exists'] -%}
   {%- if existed -%}
-    {% do lakerank_lib.check_fingerprint(target, config.get('state_fingerprint'), props) %}
-    {%- set snapshot_id = lakerank_lib.pk_recover(target, tables, info) -%}
+    {% do lakerank_lib._check_fingerprint(target, config.get('state_fingerprint'), props) %}
+    {%- set snapshot_id = lakerank_lib._pk_recover(target, tables, info) -%}
   {%- else -%}
     {%- set snapshot_id = 0 -%}
   {%- endif -%}
@@ -76,9 +76,9 @@
   {%- endcall %}
   {%- set schema = adapter.lakerank_query_schema(views.source) -%}
   {%- if existed -%}  {#- on_schema_change and changed merge rules: evolve.sql -#}
-    {%- set schema = lakerank_lib.pk_schema_change(target, tables, views.source, schema, options, info) -%}
+    {%- set schema = lakerank_lib._pk_schema_change(target, tables, views.source, schema, options, info) -%}
   {%- endif -%}
-  {%- set layout = lakerank_lib.pk_layout(schema, primary_key, partition_by, order_by) -%}
+  {%- set layout = lakerank_lib._pk_layout(schema, primary_key, partition_by, order_by) -%}
   {%- set spec = adapter.lakerank_pk_spec(this.identifier, options, layout.columns, primary_key, partition_by) -%}
   {%- set fingerprint = primary_key | join(',') ~ '|' ~ partition_by | join(',') ~ '|' ~ spec.bucket -%}
 
@@ -96,9 +96,9 @@
       {%- endif -%}
     {%- endfor -%}
   {%- endif -%}
-  {% do lakerank_lib.pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by, info) %}
+  {% do lakerank_lib._pk_create_tables(target, tables, layout, fingerprint, primary_key, partition_by, info) %}
   {%- set commit_id = snapshot_id + 1 -%}
-  {%- set compaction = lakerank_lib.pk_compaction(spec, options, commit_id, props) -%}
+  {%- set compaction = lakerank_lib._pk_compaction(spec, options, commit_id, props) -%}
 
   {%- set window = lakerank_lib.commit_window() -%}
   {%- if window is not none and existed and not window['pending'] and not should_full_refresh() -%}
@@ -110,38 +110,38 @@
         {%- for c in layout.columns %}
         {{ c.name }},
         {%- endfor %}
-        {{ lakerank_lib.pk_kind_expr(layout.has_rowkind, this.identifier) }} as __kind,
-        {{ lakerank_lib.pk_arrival_expr(order_by) }} as __arrival,
-        {{ lakerank_lib.pk_bucket_expr(spec) }} as _bucket
+        {{ lakerank_lib._pk_kind_expr(layout.has_rowkind, this.identifier) }} as __kind,
+        {{ lakerank_lib._pk_arrival_expr(order_by) }} as __arrival,
+        {{ lakerank_lib._pk_bucket_expr(spec) }} as _bucket
       from {{ views.source }}
     {%- endcall %}
     {% do adapter.lakerank_materialize_view(views.input) %}
     {%- set touched = lakerank_lib.query_values(
-          "select distinct " ~ lakerank_lib.pk_partition_string(partition_by) ~ " from " ~ views.input) -%}
+          "select distinct " ~ lakerank_lib._pk_partition_string(partition_by) ~ " from " ~ views.input) -%}
   {%- endif -%}
 
   {%- if touched | length == 0 -%}
     {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
   {%- else -%}
-    {% do lakerank_lib.pk_merge(target, views, layout, spec, partition_by, touched) %}
-    {%- set stage = lakerank_lib.stage_dir(lakerank_lib.pk_location(target, info), 'c', commit_id) -%}
-    {% do adapter.lakerank_write_dirs(lakerank_lib.pk_new_buckets(target, views, layout, spec, partition_by, touched),
-                                      stage, partition_by + ['_bucket'], fault=lakerank_lib.write_fault()) %}
+    {% do lakerank_lib._pk_merge(target, views, layout, spec, partition_by, touched) %}
+    {%- set stage = lakerank_lib.stage_dir(lakerank_lib._pk_location(target, info), 'c', commit_id) -%}
+    {% do adapter.lakerank_write_dirs(lakerank_lib._pk_new_buckets(target, views, layout, spec, partition_by, touched),
+                                      stage, partition_by + ['_bucket'], fault=lakerank_lib._write_fault()) %}
     {% do lakerank_lib.fault_point('staged') %}
-    {% do lakerank_lib.pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) %}
+    {% do lakerank_lib._pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) %}
     {% do lakerank_lib.fault_point('logged') %}
     {%- set plan = adapter.lakerank_commit_intent(target, commit_id, stage, partition_by | length + 1, touched) -%}
-    {% do lakerank_lib.pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
+    {% do lakerank_lib._pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
     {% do lakerank_lib.fault_point('planned') %}
     {% do adapter.lakerank_commit_swap(target, plan) %}
-    {% do lakerank_lib.progress('commit ' ~ commit_id ~ ': ' ~ touched | length ~ ' (partition, bucket) directories rewritten') %}
+    {% do lakerank_lib._progress('commit ' ~ commit_id ~ ': ' ~ touched | length ~ ' (partition, bucket) directories rewritten') %}
     {% do lakerank_lib.fault_point('swapped') %}
     {% call statement('main') -%}
       alter table {{ target }} set tblproperties (
         'lakerank.snapshot_id' = '{{ commit_id }}',
         'lakerank.ignore-delete' = '{{ spec.ignore_delete | lower }}',
         'lakerank.ignore-update-before' = '{{ spec.ignore_update_before | lower }}',
-        'lakerank.options' = '{{ lakerank_lib.pk_state_options_property(options) }}'
+        'lakerank.options' = '{{ lakerank_lib._pk_state_options_property(options) }}'
         {%- if compaction.full %}, 'lakerank.full_compaction_id' = '{{ commit_id }}'{% endif %}
         {%- if config.get('state_fingerprint') %}, 'lakerank.fingerprint' = '{{ config.get('state_fingerprint') }}'{% endif %}
         {%- if window is not none %}, '{{ lakerank_lib.commit_property() }}' = '{{ window['to'] }}'{% endif %})
@@ -155,7 +155,7 @@
   {%- endif -%}
   {%- set buckets = [] -%}
   {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
-  {% do lakerank_lib.remember_written(target, lakerank_lib.partition_filter('_bucket', buckets | unique | list)) %}
+  {% do lakerank_lib._remember_written(target, lakerank_lib._partition_filter('_bucket', buckets | unique | list)) %}
   {% do adapter.lakerank_drop_view(views.input) %}
 
   {{ run_hooks(post_hooks) }}

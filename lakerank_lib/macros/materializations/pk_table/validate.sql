@@ -3,7 +3,7 @@
 
 {#- Stored columns (partition columns last, `rowkind` dropped) and checks of the config
     against the model's columns. -#}
-{% macro pk_layout(schema, primary_key, partition_by, order_by) -%}
+{% macro _pk_layout(schema, primary_key, partition_by, order_by) -%}
   {%- set names = schema | map(attribute='name') | list -%}
   {%- for group, cols in [('primary_key', primary_key), ('partition_by', partition_by), ('order_by', order_by)] -%}
     {%- for c in cols -%}
@@ -35,7 +35,7 @@
 {%- endmacro %}
 
 
-{% macro pk_kind_expr(has_rowkind, model_name) -%}
+{% macro _pk_kind_expr(has_rowkind, model_name) -%}
   {%- if has_rowkind -%}
     case
       when rowkind is null then '+I'
@@ -49,7 +49,7 @@
 {%- endmacro %}
 
 
-{% macro pk_arrival_expr(order_by) -%}
+{% macro _pk_arrival_expr(order_by) -%}
   {%- if order_by -%}
     row_number() over (order by {{ order_by | join(', ') }})
   {%- else -%}

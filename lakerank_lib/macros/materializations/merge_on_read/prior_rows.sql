@@ -16,7 +16,7 @@
     {{ lakerank_lib.merge_on_read_rows(this, predicate) }}
   {%- elif partition_column is not none -%}
     (select * from {{ this }}
-     where {{ lakerank_lib.partition_filter(partition_column, partitions) }})
+     where {{ lakerank_lib._partition_filter(partition_column, partitions) }})
   {%- else -%}
     {{ this }}
   {%- endif -%}
@@ -25,7 +25,7 @@
 
 {#- `col in (...)` over literal partition values, or `false` for an empty list
     (literals let Spark prune partitions statically). -#}
-{% macro partition_filter(column, values) -%}
+{% macro _partition_filter(column, values) -%}
   {%- if values | length == 0 -%} false
   {%- else -%} {{ column }} in ({% for v in values %}'{{ v }}'{{ ', ' if not loop.last }}{% endfor %})
   {%- endif -%}

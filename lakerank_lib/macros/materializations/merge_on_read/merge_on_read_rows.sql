@@ -19,15 +19,15 @@
   {%- set base_commit = props.get('lakerank.base_commit') -%}
   {%- set primary_key = props.get('lakerank.primary_key') -%}
   {%- if base_commit is none or not primary_key
-         or adapter.lakerank_path_bytes(lakerank_lib.merge_on_read_changes(
-                lakerank_lib.side_table(relation, 'audit_log'), base_commit | int)) < push_min_bytes -%}
+         or adapter.lakerank_path_bytes(lakerank_lib._merge_on_read_changes(
+                lakerank_lib._side_table(relation, 'audit_log'), base_commit | int)) < push_min_bytes -%}
     (select * from {{ relation }} as t where {{ predicate }})
   {%- else -%}
-    {%- set base = lakerank_lib.side_table(relation, 'base') -%}
+    {%- set base = lakerank_lib._side_table(relation, 'base') -%}
     {%- set cols = columns or adapter.lakerank_query_schema(base | string) | map(attribute='name') | list -%}
     ({{ lakerank_lib.merge_on_read_select(
         '(select * from ' ~ base ~ ' as t where ' ~ predicate ~ ')',
-        'select * from ' ~ lakerank_lib.side_table(relation, 'audit_log') ~ ' as t where _commit_id > '
+        'select * from ' ~ lakerank_lib._side_table(relation, 'audit_log') ~ ' as t where _commit_id > '
           ~ base_commit ~ ' and (' ~ predicate ~ ')',
         cols, primary_key.split(',')) }})
   {%- endif -%}
