@@ -7,11 +7,21 @@ cd "$(dirname "$0")/.."
 # testing beside another one must not import the other's adapter or python_udfs; Spark's
 # Python workers and the crash tests' dbt processes inherit it).
 export PYTHONPATH="$PWD/adapter:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-bash scripts/lint.sh || exit 1
 # The JVM's class-data-sharing archive (adapter/dbt/adapters/lakerank/jvm_archive.py): built
 # once per machine (~30 s), it halves every cold dbt process's JVM start-up, and the crash
-# tests start dozens of them.
-python3 -m dbt.adapters.lakerank.jvm_archive || exit 1
+# tests start dozens of them. It builds while the lint runs (each uses about one core).
+archive_log="$(mktemp)"
+python3 -m dbt.adapters.lakerank.jvm_archive >"$archive_log" 2>&1 &
+archive=$!
+if ! bash scripts/lint.sh; then
+  kill "$archive" 2>/dev/null
+  exit 1
+fi
+if ! wait "$archive"; then
+  cat "$archive_log" >&2  # e.g. no usable Java: what to install
+  exit 1
+fi
+rm -f "$archive_log"
 # Two workers, one test group each at a time (a group is a file, whose tests share fixtures
 # and homes, or one long independent test: tests/conftest.py): each worker has its own
 # JVM and homes; most of a dbt build is latency, so two overlap well on 2 cores. Groups are
