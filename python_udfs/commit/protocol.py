@@ -5,9 +5,11 @@ Every write that readers must see whole goes through it: a pk_table commit (its 
 bucket) directories and its log partitions), a merge_on_read commit (its audit-log
 partition) and compaction (its base), a publication, the ingests' partitions.
 
-1. **stage**: the caller writes new directories under ``<table root>/_v/<attempt>``
-   (:func:`stage_dir`; an attempt is ``<commit>_<run>``, so a rerun never writes into a
-   dead attempt's files). Nothing points at them yet: a kill here leaves garbage, no change.
+1. **stage**: the caller writes new directories under ``<table root>/_v/<kind><attempt>``
+   (the macro ``lakerank_lib.stage_dir``; an attempt is ``<commit>_<run>``, so a rerun never
+   writes into a dead attempt's files; the ingests' partitions stage one level under their
+   partition, ``<table>/_commit_id=<id>/<uuid>``, ``python_udfs.ingest.tables.publish_partition``).
+   Nothing points at them yet: a kill here leaves garbage, no change.
 2. **intent**: when the swap takes more than one metastore call (pk_table: replaced,
    created and dropped partitions), the plan is written to ``<table root>/_lakerank/
    intent.json`` first (:func:`write_intent`). A swap of one call needs none.
@@ -103,12 +105,6 @@ def _listing(spark, table: Table) -> Dict[str, Tuple[Any, str]]:
 
 
 # -- 1. stage ------------------------------------------------------------------------------
-
-def stage_dir(root: str, kind: str, attempt: str) -> str:
-    """Where an attempt stages its files: ``<root>/_v/<kind><attempt>`` (kind ``c`` a
-    commit, ``b`` a base, ``p`` a publication)."""
-    return f"{root.rstrip('/')}/_v/{kind}{attempt}"
-
 
 def _dir_partitions(spark, location: str, depth: int) -> Dict[str, str]:
     """``{"c=v/_bucket=n": path}`` for the partition directories ``depth`` levels under

@@ -15,8 +15,12 @@
 {%- endmacro %}
 
 
-{% macro record_commit(relation, commit_id, fingerprint=none, kind='table', properties={}) -%}
-  {% call statement('lakerank_record_commit') -%}
+{#- Record a commit on `relation` in one metastore call (the protocol's record step): its
+    watermark `commit_id` (none: the table has no commit source), its state fingerprint and
+    `properties`. `statement_name` 'main' when it is the materialization's last statement. -#}
+{% macro record_commit(relation, commit_id, fingerprint=none, kind='table', properties={},
+                       statement_name='lakerank_record_commit') -%}
+  {% call statement(statement_name) -%}
     {{ lakerank_lib.record_commit_sql(relation, commit_id, fingerprint, kind, properties) }}
   {%- endcall %}
 {%- endmacro %}
@@ -24,10 +28,12 @@
 
 {#- The statement record_commit runs (also usable as a post-hook). -#}
 {% macro record_commit_sql(relation, commit_id, fingerprint=none, kind='table', properties={}) -%}
+  {%- set recorded = {} -%}
+  {%- if commit_id is not none -%}{%- do recorded.update({lakerank_lib.commit_property(): commit_id}) -%}{%- endif -%}
+  {%- if fingerprint -%}{%- do recorded.update({'lakerank.fingerprint': fingerprint}) -%}{%- endif -%}
+  {%- do recorded.update(properties) -%}
     alter {{ kind }} {{ relation }} set tblproperties (
-      '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}'
-      {%- if fingerprint %}, 'lakerank.fingerprint' = '{{ fingerprint }}'{% endif %}
-      {%- for key, value in properties.items() %}, '{{ key }}' = '{{ value }}'{% endfor %})
+      {%- for key, value in recorded.items() %}{{ ', ' if not loop.first }}'{{ key }}' = '{{ value }}'{% endfor %})
 {%- endmacro %}
 
 

@@ -136,16 +136,14 @@
     {% do adapter.lakerank_commit_swap(target, plan) %}
     {% do lakerank_lib._progress('commit ' ~ commit_id ~ ': ' ~ touched | length ~ ' (partition, bucket) directories rewritten') %}
     {% do lakerank_lib.fault_point('swapped') %}
-    {% call statement('main') -%}
-      alter table {{ target }} set tblproperties (
-        'lakerank.snapshot_id' = '{{ commit_id }}',
-        'lakerank.ignore-delete' = '{{ spec.ignore_delete | lower }}',
-        'lakerank.ignore-update-before' = '{{ spec.ignore_update_before | lower }}',
-        'lakerank.options' = '{{ lakerank_lib._pk_state_options_property(options) }}'
-        {%- if compaction.full %}, 'lakerank.full_compaction_id' = '{{ commit_id }}'{% endif %}
-        {%- if config.get('state_fingerprint') %}, 'lakerank.fingerprint' = '{{ config.get('state_fingerprint') }}'{% endif %}
-        {%- if window is not none %}, '{{ lakerank_lib.commit_property() }}' = '{{ window['to'] }}'{% endif %})
-    {%- endcall %}
+    {%- set recorded = {
+          'lakerank.snapshot_id': commit_id,
+          'lakerank.ignore-delete': spec.ignore_delete | lower,
+          'lakerank.ignore-update-before': spec.ignore_update_before | lower,
+          'lakerank.options': lakerank_lib._pk_state_options_property(options)} -%}
+    {%- if compaction.full -%}{%- do recorded.update({'lakerank.full_compaction_id': commit_id}) -%}{%- endif -%}
+    {% do lakerank_lib.record_commit(target, window['to'] if window is not none else none,
+                                     config.get('state_fingerprint'), properties=recorded, statement_name='main') %}
     {% do lakerank_lib.fault_point('recorded') %}
     {% do adapter.lakerank_commit_finish(target, plan) %}
     {% do adapter.lakerank_drop_view(views.merged) %}
