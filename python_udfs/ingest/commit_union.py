@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from typing import Dict, Sequence
 
+from python_udfs.commit import protocol
 from python_udfs.ingest.tables import ensure_table, publish_partition, quote_name
-from python_udfs.jvm import partition_values, split_table_name
+from python_udfs.jvm import split_table_name
 
 __all__ = ["WATERMARK_PREFIX", "run_commit_union"]
 
@@ -57,7 +58,10 @@ def run_commit_union(spark, *, table: str, ddl: str, sources: Sequence[Dict[str,
     location = ensure_table(spark, table, ddl)
     props = _properties(spark, table)
     head = int(props.get("lakerank.commit_id", "-1"))
-    _drop_unrecorded(spark, table, head)
+    # A partition beyond the recorded head is a dead attempt's: never read, dropped (the
+    # protocol's recovery, with the table as its own log).
+    name = split_table_name(spark, table)
+    protocol.recover(spark, name, head, logs=[(name, "_commit_id")])
     pending = [w for w in (_window(spark, table, props, source) for source in sources) if w[4] > w[3]]
     if not pending:
         return f"no pending commits (head {head})"
@@ -67,14 +71,6 @@ def run_commit_union(spark, *, table: str, ddl: str, sources: Sequence[Dict[str,
     spark.sql(f"ALTER TABLE {qname} SET TBLPROPERTIES ("
               + ", ".join(f"'{k}' = '{v}'" for k, v in marks) + ")")
     return f"commit {commit_id}: " + ", ".join(f"{w[0]} ({w[3]}, {w[4]}]" for w in pending)
-
-
-def _drop_unrecorded(spark, table: str, head: int) -> None:
-    """A partition beyond the recorded head is a dead attempt's: never read, drop it."""
-    for value in partition_values(spark, *split_table_name(spark, table), "_commit_id"):
-        commit = int(value)
-        if commit > head:
-            spark.sql(f"ALTER TABLE {quote_name(table)} DROP IF EXISTS PARTITION (_commit_id = {commit})")
 
 
 def _window(spark, table: str, props: Dict[str, str], source: Dict[str, str]):
