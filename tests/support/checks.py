@@ -1,4 +1,4 @@
-"""Assertions comparing lakerank's tables with the independent oracle (tests/support/cdc.py)."""
+"""Assertions comparing lakerank's tables with the independent oracle (tests/support/cdc_oracle.py)."""
 
 from __future__ import annotations
 
