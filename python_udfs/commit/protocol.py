@@ -270,14 +270,14 @@ def sweep(spark, table: Table, root: str = "", live: Optional[List[str]] = None,
     meta = catalog.getTable(*table)
     root = (root or _qualified(spark, meta.location())).rstrip("/") + "/_v"
     path, fs = _fs(spark, root)
+    if not fs.exists(path):  # nothing was ever staged here: no listing to take
+        return 0
     if live is None and meta.partitionColumnNames().isEmpty():
         live = []
     elif live is None:
         listing = partitions(spark, table)
         _LISTINGS[_key(table)] = listing
         live = [loc for _part, loc in listing.values()]
-    if not fs.exists(path):
-        return 0
     hadoop_path = jvm_class(spark, "org.apache.hadoop.fs.Path")
     live = [str(fs.makeQualified(hadoop_path(p)).toString()).rstrip("/")
             for p in [*live, _qualified(spark, meta.location()), *keep] if p]
