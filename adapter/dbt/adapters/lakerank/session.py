@@ -73,9 +73,9 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         # DataNucleus' level-2 cache keeps the metastore's table and partition objects in
         # this JVM between metastore transactions (a small gain: docs/benchmarks.md). Safe
         # here: the home's Derby database is embedded, and Derby boots a database in one JVM
-        # only, so no other process changes it under the cache;
-        # another home (or a return to this one) gets a new DataNucleus factory and an
-        # empty cache. A shared metastore server would need it off.
+        # only, so no other process changes it under the cache; another home (or a return to
+        # this one) gets a new DataNucleus factory and an empty cache. A shared metastore
+        # server would need it off.
         "spark.hadoop.datanucleus.cache.level2": "true",
         "spark.hadoop.datanucleus.cache.level2.type": "soft",
         # Derby's metastore cannot filter on non-string partition columns
