@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lakerank's test command (README, CI): ruff and sqlfluff lint, then pytest (tests/unit, tests/functional).
+# lakerank's test command (README, CI): ruff and sqlfluff lint, then pytest (tests/unit, tests/functional, tests/adapter_suite).
 # pytest's exit code 5 ("no tests collected") is a failure here, never a silent pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -96,7 +96,7 @@ def test_a_copy_with_nothing_beside_it_collects_every_test(tmp_path):
            "LAKERANK_HOME": str(tmp_path / "home")}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "tests/unit", "tests/functional"],
+         "tests/unit", "tests/functional", "tests/adapter_suite"],
         cwd=copy, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert re.search(r"^\d+ tests collected", result.stdout, re.M), result.stdout[-1000:]

@@ -20,6 +20,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.lakerank.home import resolve_home
 from dbt.adapters.lakerank.literals import BindingWrapper
 from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session, lock_connect_builds
+from dbt.adapters.lakerank.rewrites import run_dml
 from dbt.adapters.lakerank.session import apply_once, current_thread_session, env_spark_conf, use_home
 
 
@@ -76,6 +77,9 @@ class _SessionCursor(Cursor):
         if parameters:
             sql = sql % parameters
         try:
+            if self._spark is None and run_dml(current_thread_session(), sql):
+                self._df = None
+                return
             self._df = (self._spark or current_thread_session()).sql(sql)
         except AnalysisException as exc:
             raise DbtRuntimeError(str(exc)) from exc

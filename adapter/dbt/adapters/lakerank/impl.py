@@ -10,15 +10,17 @@ from dbt.adapters.base.impl import PythonJobHelper
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
 
+from dbt.adapters.lakerank.catalog import catalog_rows
 from dbt.adapters.lakerank.commits import CommitMixin
 from dbt.adapters.lakerank.connections import LakerankConnectionManager
 from dbt.adapters.lakerank.home import metastore_path, resolve_home
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper, ship_python_udfs
 from dbt.adapters.lakerank.remote import driver_side
+from dbt.adapters.lakerank.rewrites import RewriteMixin
 from dbt.adapters.lakerank.storage import StorageMixin
 
 
-class LakerankAdapter(StorageMixin, CommitMixin, SparkAdapter):
+class LakerankAdapter(StorageMixin, CommitMixin, RewriteMixin, SparkAdapter):
     ConnectionManager = LakerankConnectionManager  # type: ignore[assignment]
 
     @property
@@ -41,10 +43,24 @@ class LakerankAdapter(StorageMixin, CommitMixin, SparkAdapter):
 
     def list_relations_without_caching(self, schema_relation):
         """dbt-spark's listing, except where there is nothing to introspect (see
-        :meth:`_nothing_to_introspect`)."""
+        :meth:`_nothing_to_introspect`), without the session's temporary views (`SHOW TABLE
+        EXTENDED IN <schema>` lists them too, schema-less: an incremental model's
+        ``<model>__dbt_tmp`` broke a later ``dbt docs generate`` in the same process)."""
         if self._nothing_to_introspect():
             return []
-        return super().list_relations_without_caching(schema_relation)
+        return [r for r in super().list_relations_without_caching(schema_relation) if r.schema]
+
+    def _get_one_catalog(self, information_schema, schemas, used_schemas):
+        """The catalog of one schema from the metastore, comments included
+        (:mod:`catalog`); dbt-spark's over thrift and the connect target."""
+        spark = self._session() if self._remote_driver() is None else None
+        if spark is None or len(schemas) != 1:
+            return super()._get_one_catalog(information_schema, schemas, used_schemas)
+        import agate
+        from dbt_common.clients.agate_helper import DEFAULT_TYPE_TESTER
+
+        rows = catalog_rows(spark, list(schemas)[0])
+        return agate.Table.from_object(rows, column_types=DEFAULT_TYPE_TESTER)
 
     def _nothing_to_introspect(self) -> bool:
         """`dbt compile` / `dbt ls` on an embedded home whose metastore was never created:

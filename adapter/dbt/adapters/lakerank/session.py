@@ -87,6 +87,17 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         # Constraint propagation explodes on lakerank's change-diff queries (a full outer
         # join with one null-safe comparison per column): planning outgrows the query.
         "spark.sql.constraintPropagation.enabled": "false",
+        # A column comment (persist_docs) or a new data schema (on_schema_change) on a parquet
+        # table: Spark first writes Hive-compatible columns, which Derby's metastore refuses
+        # for a comment over 256 characters, then falls back to its own format (the schema
+        # in table properties, a placeholder Hive column), which Hive's type check refuses
+        # against the columns stored first. The home's metastore is Spark's alone, so the
+        # check is off, and a refused write is retried at once (the embedded metastore has no
+        # transient failures to wait out; its default, 10 tries 2 s apart, took 20 s per
+        # comment).
+        "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes": "false",
+        "spark.hadoop.hive.hmshandler.retry.attempts": "1",
+        "spark.hadoop.hive.hmshandler.retry.interval": "0ms",
     }
 
 
