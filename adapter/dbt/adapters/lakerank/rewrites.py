@@ -5,6 +5,8 @@ materializations in ``dbt/include/lakerank/macros``)."""
 
 from __future__ import annotations
 
+import os
+
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
@@ -19,11 +21,11 @@ logger = AdapterLogger("lakerank")
 class RewriteMixin(metaclass=AdapterMeta):
     @available
     @driver_side
-    def lakerank_rewrite_table(self, relation, sql: str, replace_schema: bool = False, fault: str = "") -> str:
+    def lakerank_rewrite_table(self, relation, sql: str, replace_schema: bool = False) -> str:
         """Replace ``relation``'s rows with ``sql``'s (its columns too with ``replace_schema``),
         staged beside the table and swapped in with one ``ALTER TABLE ... SET LOCATION``.
-        ``fault`` (test hook, ``kill:staged``): the process is killed between the stage and
-        the swap. Returns the new version's directory."""
+        Returns the new version's directory. A crash test's hook: LAKERANK_FAULT=kill:staged
+        (with LAKERANK_TEST_HOOKS=1) kills the process between the stage and the swap."""
         logger.debug(f"lakerank: rewriting {relation}:\n{sql}")
         spark = self._session()
         if spark is None:
@@ -31,7 +33,7 @@ class RewriteMixin(metaclass=AdapterMeta):
                                   "(targets local, cluster and connect)")
 
         def after_stage(_stage: str) -> None:
-            if fault == "kill:staged":
+            if os.environ.get("LAKERANK_FAULT") == "kill:staged":
                 self.lakerank_test_kill("staged")
 
         try:

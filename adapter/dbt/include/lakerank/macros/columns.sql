@@ -33,3 +33,12 @@
     {{ spark__alter_relation_add_remove_columns(relation, add_columns, remove_columns) }}
   {%- endif -%}
 {%- endmacro %}
+
+
+{#- A relation's columns as dbt's Column objects, as dbt's global `get_columns_in_relation`
+    promises (dbt-spark's returns the raw `describe extended` rows, so dbt's snapshot of
+    `hard_deletes: new_record` found no stored column and wrote its deletion records' values
+    as NULL). -#}
+{% macro lakerank__get_columns_in_relation(relation) -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}

@@ -43,7 +43,7 @@
     {%- if lakerank__rewrites(strategy, existing_relation) -%}
       {%- set rows = lakerank__incremental_rows(strategy, tmp_relation, target_relation, unique_key,
                                                 incremental_predicates) -%}
-      {% do adapter.lakerank_rewrite_table(target_relation, rows, fault=var('lakerank_fault', '')) %}
+      {% do adapter.lakerank_rewrite_table(target_relation, rows) %}
       {%- call statement('main') -%} select '{{ strategy }}: rewritten' as status {%- endcall -%}
     {%- else -%}
       {%- call statement('main') -%}

@@ -44,8 +44,7 @@
         {{ snapshot_merge_sql(target=target_relation, source=staging_table, insert_cols=insert_cols) }}
       {% endcall %}
     {% else %}
-      {% do adapter.lakerank_rewrite_table(target_relation, lakerank__snapshot_rows(target_relation, staging_table, columns),
-                                           fault=var('lakerank_fault', '')) %}
+      {% do adapter.lakerank_rewrite_table(target_relation, lakerank__snapshot_rows(target_relation, staging_table, columns)) %}
       {% call statement('main') %} select 'snapshot: rewritten' as status {% endcall %}
     {% endif %}
   {% endif %}
