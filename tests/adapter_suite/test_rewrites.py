@@ -188,8 +188,9 @@ def test_a_snapshot_killed_before_its_swap_leaves_the_last_one_whole(tmp_path):
     versions = home / "warehouse" / "snap.db" / "_lakerank_versions" / "snap" / "_v"
     assert len(list(versions.iterdir())) == 1  # the dead attempt, which nothing points at
 
-    from dbt.adapters.lakerank.session import current_thread_session
     from dbt.cli.main import dbtRunner
+
+    from dbt.adapters.lakerank.session import current_thread_session
 
     before = dbtRunner().invoke(["show", "--inline", "select * from snap.snap", "--project-dir", str(project),
                                  "--profiles-dir", str(project), "--output", "json"])
