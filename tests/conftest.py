@@ -72,20 +72,27 @@ def pytest_sessionfinish(session, exitstatus):
 # since: docs/benchmarks.md, twenty-seventh session), so no worker is left with a long group
 # at the end.
 SPLIT_FILES = {"test_pipeline_exact.py", "test_connect_target.py"}
-LONGEST_FIRST = ["test_crash_soak.py", "test_connect_target.py", "test_pk_table_crash.py", "test_paimon_vectors.py",
-                 "test_pipeline_exact.py", "test_examples.py", "test_cluster_target.py", "test_cdc_formats.py",
-                 "test_contract_ingest.py", "test_schema_change.py", "test_temporal_macros.py",
-                 "test_thrift_target.py", "test_pk_table_properties.py", "test_rank_regressions.py",
-                 "test_serve.py", "test_reliability.py", "test_session_settings.py", "test_java_setup.py"]
+# dbt's adapter suite (tests/adapter_suite) is one group: its classes share one home, and a
+# worker switching between it and another file's home restarts its SparkSession each time.
+ADAPTER_SUITE = "adapter_suite"
+LONGEST_FIRST = ["test_crash_soak.py", ADAPTER_SUITE, "test_connect_target.py", "test_pk_table_crash.py",
+                 "test_paimon_vectors.py", "test_pipeline_exact.py", "test_examples.py",
+                 "test_cluster_target.py", "test_cdc_formats.py", "test_contract_ingest.py",
+                 "test_schema_change.py", "test_temporal_macros.py", "test_thrift_target.py",
+                 "test_pk_table_properties.py", "test_rank_regressions.py", "test_serve.py",
+                 "test_reliability.py", "test_session_settings.py", "test_java_setup.py"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = item.path.name
+        if item.path.parent.name == ADAPTER_SUITE:
+            name = ADAPTER_SUITE
         item.add_marker(pytest.mark.xdist_group(item.nodeid if name in SPLIT_FILES else name))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    items.sort(key=lambda item: rank.get(ADAPTER_SUITE if item.path.parent.name == ADAPTER_SUITE
+                                         else item.path.name, len(rank)))
 
 
 UNGROUPED = pytest.StashKey[str]()
