@@ -6,20 +6,23 @@ and Hudi only).
 
 The commit protocol's steps (:mod:`protocol`) for one table:
 
-1. **stage**: the new rows are written to ``<schema dir>/_lakerank_versions/<table>/_v/r<id>``,
-   beside the table's default directory rather than inside it, so a ``DROP TABLE`` (which
-   deletes the directory a managed table points at) and a later ``CREATE TABLE`` of the same
-   name (which refuses a non-empty default directory) behave as on any dbt-spark table.
+1. **stage**: the new rows are written to ``<dir>/_lakerank_versions/<name>/_v/r<id>``, where
+   ``<dir>/<name>`` is the table's own directory (a managed table's in its schema, or its
+   ``location_root``'s): beside it rather than inside it, so a ``DROP TABLE`` (which deletes
+   the directory a managed table points at) and a later ``CREATE TABLE`` of the same name
+   (which refuses a non-empty directory) behave as on any dbt-spark table.
 2. **swap**: the table's data schema when the caller changes it (columns read NULL from the
    old files until the next call), then ``ALTER TABLE ... SET LOCATION``: one metastore call
    between the old rows and the new. A reader, or a run killed at any point, sees one or the
-   other, never a mix.
+   other, never a mix. Before its first swap the table records its own directory
+   (``lakerank.own_location``).
 3. **finish**: the directory it replaced is deleted, and every attempt under ``_v`` the table
    does not point at.
 
 **Recovery** is the first step of every rewrite: attempts that died before their swap are
-swept, and the table's default directory is deleted when the table no longer points there (a
-run killed between its swap and its finish)."""
+swept, and the table's own directory is deleted once the table points at a version (a run
+killed between its first swap and its finish).
+"""
 
 from __future__ import annotations
 
@@ -27,30 +30,30 @@ import uuid
 from typing import Callable, Optional, Tuple
 
 from python_udfs.commit.protocol import Table, delete_path, swap, sweep, table_location
-from python_udfs.jvm import external_catalog, jvm_class
+from python_udfs.jvm import external_catalog
+
+_VERSIONS = "/_lakerank_versions/"
+_OWN = "lakerank.own_location"
 
 
-def versions_root(spark, table: Table) -> str:
-    """Where ``table``'s rewritten versions live: ``<schema dir>/_lakerank_versions/<table>``."""
-    database = external_catalog(spark).getDatabase(table[0])
-    schema_dir = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(database.locationUri()).toString())
-    return f"{schema_dir.rstrip('/')}/_lakerank_versions/{table[1].lower()}"
+def layout(spark, table: Table, meta=None) -> Tuple[str, str, str]:
+    """``(current, root, own)``: the directory ``table`` reads, the root of its versions
+    (``<root>/_v/...``) and its own directory (where it was created)."""
+    meta = meta if meta is not None else external_catalog(spark).getTable(*table)
+    current = table_location(spark, table).rstrip("/")
+    if _VERSIONS in current:
+        return current, current.split("/_v/", 1)[0], str(meta.properties().get(_OWN).getOrElse(None) or "")
+    base, name = current.rsplit("/", 1)
+    return current, f"{base}{_VERSIONS}{name}", current
 
 
-def default_location(spark, table: Table) -> str:
-    database = external_catalog(spark).getDatabase(table[0])
-    schema_dir = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(database.locationUri()).toString())
-    return f"{schema_dir.rstrip('/')}/{table[1].lower()}"
-
-
-def recover(spark, table: Table) -> int:
-    """Sweep what a killed rewrite of ``table`` left: dead attempts, and the default directory
-    the table no longer points at. Returns how many directories it deleted."""
-    root = versions_root(spark, table)
+def recover(spark, table: Table, meta=None) -> int:
+    """Sweep what a killed rewrite of ``table`` left: dead attempts, and its own directory
+    once it reads a version. Returns how many directories it deleted."""
+    current, root, own = layout(spark, table, meta)
     deleted = sweep(spark, table, root)
-    current, default = table_location(spark, table).rstrip("/"), default_location(spark, table)
-    if current.startswith(root + "/"):
-        deleted += int(delete_path(spark, default))
+    if current != own and own:
+        deleted += int(delete_path(spark, own))
     return deleted
 
 
@@ -69,21 +72,21 @@ def rewrite(spark, table: Table, sql: str, replace_schema: bool = False,
     if provider.lower() in ("hive", "delta", "iceberg", "hudi"):
         raise ValueError(f"{table[0]}.{table[1]} is a {provider} table: a whole-table rewrite writes files "
                          "of a Spark file format (parquet, orc, csv, json)")
-    recover(spark, table)
+    recover(spark, table, meta)
+    current, root, own = layout(spark, table, meta)
     df = spark.sql(sql)
     if not replace_schema:
         df = _as_table_columns(spark, table, df)
-    stage = f"{versions_root(spark, table)}/_v/r{uuid.uuid4().hex[:12]}"
+    stage = f"{root}/_v/r{uuid.uuid4().hex[:12]}"
     df.write.mode("overwrite").format(provider).save(stage)
     if after_stage is not None:
         after_stage(stage)
-    old = table_location(spark, table)
+    if current == own:
+        spark.sql(f"alter table `{table[0]}`.`{table[1]}` set tblproperties ('{_OWN}' = '{own}')")
     if replace_schema:
         catalog.alterTableDataSchema(table[0], table[1], df._jdf.schema())
-    swap(spark, table, {"relocate": [old, stage]})
-    root = versions_root(spark, table)
-    if not old.startswith(root + "/"):
-        delete_path(spark, old)
+    swap(spark, table, {"relocate": [current, stage]})
+    delete_path(spark, current)
     sweep(spark, table, root)
     return stage
 
@@ -123,12 +126,12 @@ def dml_rows(spark, sql: str) -> Optional[Tuple[Table, str]]:
         return None
     source = f"`{table[0]}`.`{table[1]}`{alias}"
     if kind == "DeleteFromTable":
-        return table, f"select * from {source} where not coalesce({plan.condition().sql()}, false)"
-    condition = plan.condition().get().sql() if plan.condition().isDefined() else "true"
+        return table, f"select * from {source} where not coalesce({_sql(plan.condition())}, false)"
+    condition = _sql(plan.condition().get()) if plan.condition().isDefined() else "true"
     values = {}
     for assignment in _iterate(plan.assignments()):
         name = [str(p) for p in _iterate(assignment.key().nameParts())][-1]
-        values[name.lower()] = assignment.value().sql()
+        values[name.lower()] = _sql(assignment.value())
     columns = [f.name for f in spark.table(f"`{table[0]}`.`{table[1]}`").schema.fields]
     unknown = set(values) - {c.lower() for c in columns}
     if unknown:
@@ -137,6 +140,17 @@ def dml_rows(spark, sql: str) -> Optional[Tuple[Table, str]]:
         f"case when coalesce({condition}, false) then {values[c.lower()]} else `{c}` end as `{c}`"
         if c.lower() in values else f"`{c}`" for c in columns)
     return table, f"select {select} from {source}"
+
+
+def _sql(expression) -> str:
+    """A parsed expression back as SQL, or a clear error for one that has no SQL form before
+    analysis (a subquery, say)."""
+    try:
+        return str(expression.sql())
+    except Exception as exc:  # py4j's error for a JVM exception
+        raise ValueError(f"UPDATE / DELETE on a parquet table: lakerank rewrites the table and cannot spell "
+                         f"{expression.toString()!r} as SQL before analysis ({exc.__class__.__name__}); "
+                         "write the change as a model (incremental merge) instead") from None
 
 
 def _first_word(sql: str) -> str:
