@@ -190,12 +190,9 @@ def test_a_snapshot_killed_before_its_swap_leaves_the_last_one_whole(tmp_path):
 
     from dbt.cli.main import dbtRunner
 
-    from dbt.adapters.lakerank.session import current_thread_session
+    from dbt.adapters.lakerank.session import home_session
 
-    before = dbtRunner().invoke(["show", "--inline", "select * from snap.snap", "--project-dir", str(project),
-                                 "--profiles-dir", str(project), "--output", "json"])
-    assert before.success, before.exception
-    spark = current_thread_session()
+    spark = home_session(str(home), {"spark.master": "local[1]"})
     rows = {(r.id, r.name, r.dbt_valid_to) for r in spark.table("snap.snap").collect()}
     assert rows == {(1, "a", None), (2, "b", None), (3, "c", None)}  # the first snapshot, whole
 

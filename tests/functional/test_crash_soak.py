@@ -44,9 +44,10 @@ STEP_KILLS = [
 # (Not the publication, the last and shortest model: a delay after its start often outlasts it.)
 RANDOM_MODELS = ["stg_contract_changelog", "int_contract_rank_rewrite", *MERGE_ON_READ]
 RANDOM_KILLS = 2  # per batch, more if one finishes first
-# With the five pk_table kills of test_pk_table_crash.py, 30 kills per CI run (issue F.4),
-# within the CI's 20 minutes (docs/design.md, "Crash soak").
-MIN_KILLS = 25
+# With the five pk_table kills of test_pk_table_crash.py and the snapshot's of
+# tests/adapter_suite/test_rewrites.py, 30 kills per CI run (issue F.4), within the CI's
+# budget (docs/design.md, "Crash soak").
+MIN_KILLS = 24
 
 
 def soak_check(home, files, settings, tmp_path) -> None:

@@ -83,9 +83,12 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
             result = lakerank.dbt("run", vars={**settings, "lakerank_fault": faults}, expect_success=False)
             failed = {r.node.name: str(r.message) for r in result.result if str(r.status) == "error"}
             assert sorted(failed) == sorted(faults) and all("No space left" in m for m in failed.values()), failed
-        # A build with its data tests: correct data never fails them (issue F.2).
+        # A build with its data tests: correct data never fails them (issue F.2). The default
+        # function's every build runs them; the others' last build and `rank`'s repair of the
+        # full disks (the CI's budget: the tests read what the functions share).
         # `rank` compacts the merge-on-read tables every 2 commits, the others never here.
-        result = lakerank.dbt("build", vars=settings)
+        tested = rank_function == "dense_rank" or i == len(batches) - 1 or (rank_function == "rank" and i == 2)
+        result = lakerank.dbt("build" if tested else "run", vars=settings)
         assert_all_exact(lakerank, oracle, rank_function)
         assert_read_layer_current(lakerank)
         if summarised:
