@@ -218,9 +218,10 @@ snapshots:
 """
 
 
-class TestSnapshotHardDeletesNewRecord:
-    """``hard_deletes: new_record``: a row gone from the source is closed and gets a new
-    version marked deleted; a row that comes back opens a version again."""
+class _PeopleSnapshot:
+    """A snapshot (``SNAPSHOT_YML``) of a three-row seed, run again after each new seed content."""
+
+    SNAPSHOT_YML = ""
 
     @pytest.fixture(scope="class")
     def seeds(self):
@@ -228,16 +229,27 @@ class TestSnapshotHardDeletesNewRecord:
 
     @pytest.fixture(scope="class")
     def snapshots(self):
-        return {"snap_new_record.yml": _SNAPSHOT_NEW_RECORD_YML}
+        return {"snap.yml": self.SNAPSHOT_YML}
 
-    def test_deleted_rows_get_a_deleted_version(self, project):
+    @staticmethod
+    def snapshot_rounds(*contents: str) -> None:
         run_dbt(["seed"])
         run_dbt(["snapshot"])
-        rounds = ["id,name\n1,a\n2,b2\n", "id,name\n1,a\n2,b2\n3,c\n"]  # 3 deleted, 2 changed; 3 back
-        for csv in rounds:
+        for csv in contents:
             pathlib.Path("seeds/people.csv").write_text(csv)
             run_dbt(["seed", "--full-refresh"])
             run_dbt(["snapshot"])
+
+
+class TestSnapshotHardDeletesNewRecord(_PeopleSnapshot):
+    """``hard_deletes: new_record``: a row gone from the source is closed and gets a new
+    version marked deleted; a row that comes back opens a version again."""
+
+    SNAPSHOT_YML = _SNAPSHOT_NEW_RECORD_YML
+
+    def test_deleted_rows_get_a_deleted_version(self, project):
+        # 3 deleted, 2 changed; then 3 back
+        self.snapshot_rounds("id,name\n1,a\n2,b2\n", "id,name\n1,a\n2,b2\n3,c\n")
         rows = project.run_sql(f"select id, name, dbt_is_deleted, dbt_valid_to is null from "
                                f"{project.test_schema}.snap_new_record", fetch="all")
         assert sorted((tuple(r) for r in rows), key=repr) == [
@@ -260,24 +272,14 @@ snapshots:
 """
 
 
-class TestSnapshotValidToCurrent:
+class TestSnapshotValidToCurrent(_PeopleSnapshot):
     """``dbt_valid_to_current``: current versions carry the given end instead of NULL, and the
     next run still finds them current (closes them when their row changes or goes)."""
 
-    @pytest.fixture(scope="class")
-    def seeds(self):
-        return {"people.csv": "id,name\n1,a\n2,b\n3,c\n"}
-
-    @pytest.fixture(scope="class")
-    def snapshots(self):
-        return {"snap_current.yml": _SNAPSHOT_VALID_TO_CURRENT_YML}
+    SNAPSHOT_YML = _SNAPSHOT_VALID_TO_CURRENT_YML
 
     def test_current_rows_end_at_the_given_time(self, project):
-        run_dbt(["seed"])
-        run_dbt(["snapshot"])
-        pathlib.Path("seeds/people.csv").write_text("id,name\n1,a\n2,b2\n")  # 2 changed, 3 deleted
-        run_dbt(["seed", "--full-refresh"])
-        run_dbt(["snapshot"])
+        self.snapshot_rounds("id,name\n1,a\n2,b2\n")  # 2 changed, 3 deleted
         rows = project.run_sql(f"select id, name, year(dbt_valid_to) = 9999 from "
                                f"{project.test_schema}.snap_current", fetch="all")
         assert sorted(tuple(r) for r in rows) == [(1, "a", True), (2, "b", False), (2, "b2", True),
