@@ -33,6 +33,13 @@ def scala_seq(spark, items):
     return jvm_class(spark, "scala.jdk.javaapi.CollectionConverters").asScala(arr).toSeq()
 
 
+def scala_items(collection):
+    """The items of a Scala collection (a ``Seq``, a map's keys ...), one by one."""
+    it = collection.iterator()
+    while it.hasNext():
+        yield it.next()
+
+
 def external_catalog(spark):
     """The session's external catalog (the metastore), for calls that skip SQL parsing and
     analysis."""

@@ -46,6 +46,7 @@ from python_udfs.jvm import (
     new_partition,
     partition_spec,
     point_partition,
+    scala_items,
     scala_seq,
 )
 
@@ -87,14 +88,9 @@ def partitions(spark, table: Table) -> Dict[str, Tuple[Any, str]]:
     """``{"c=v/...": (CatalogTablePartition, location)}`` of ``table``."""
     out = {}
     none = jvm_class(spark, "scala.Option").empty()
-    it = external_catalog(spark).listPartitions(table[0], table[1], none).iterator()
-    while it.hasNext():
-        part = it.next()
+    for part in scala_items(external_catalog(spark).listPartitions(table[0], table[1], none)):
         spec = part.spec()
-        keys, items = spec.keys().iterator(), []
-        while keys.hasNext():
-            k = keys.next()
-            items.append(f"{k}={spec.apply(k)}")
+        items = [f"{k}={spec.apply(k)}" for k in scala_items(spec.keys())]
         out["/".join(items)] = (part, _qualified(spark, part.location()))
     return out
 

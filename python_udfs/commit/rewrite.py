@@ -16,8 +16,8 @@ The commit protocol's steps (:mod:`protocol`) for one table:
    between the old rows and the new. A reader, or a run killed at any point, sees one or the
    other, never a mix. Before its first swap the table records its own directory
    (``lakerank.own_location``).
-3. **finish**: the directory it replaced is deleted, and every attempt under ``_v`` the table
-   does not point at.
+3. **finish**: the directory it replaced is deleted (the attempts of killed runs went at the
+   recovery that starts every rewrite; commits on a home are serialised by its build lock).
 
 **Recovery** is the first step of every rewrite: attempts that died before their swap are
 swept, and the table's own directory is deleted once the table points at a version (a run
@@ -29,32 +29,38 @@ from __future__ import annotations
 import uuid
 from typing import Callable, Optional, Tuple
 
-from python_udfs.commit.protocol import Table, delete_path, swap, sweep, table_location
-from python_udfs.jvm import external_catalog
+from python_udfs.commit.protocol import Table, delete_path, swap, sweep
+from python_udfs.jvm import external_catalog, jvm_class, scala_items
 
 _VERSIONS = "/_lakerank_versions/"
 _OWN = "lakerank.own_location"
 
 
-def layout(spark, table: Table, meta=None) -> Tuple[str, str, str]:
-    """``(current, root, own)``: the directory ``table`` reads, the root of its versions
-    (``<root>/_v/...``) and its own directory (where it was created)."""
-    meta = meta if meta is not None else external_catalog(spark).getTable(*table)
-    current = table_location(spark, table).rstrip("/")
+def layout(spark, meta) -> Tuple[str, str, str]:
+    """``(current, root, own)`` of a table (``meta``, its catalog entry): the directory it
+    reads, the root of its versions (``<root>/_v/...``) and its own directory (where it was
+    created)."""
+    current = str(jvm_class(spark, "org.apache.hadoop.fs.Path")(meta.location()).toString()).rstrip("/")
     if _VERSIONS in current:
         return current, current.split("/_v/", 1)[0], str(meta.properties().get(_OWN).getOrElse(None) or "")
     base, name = current.rsplit("/", 1)
     return current, f"{base}{_VERSIONS}{name}", current
 
 
-def recover(spark, table: Table, meta=None) -> int:
-    """Sweep what a killed rewrite of ``table`` left: dead attempts, and its own directory
-    once it reads a version. Returns how many directories it deleted."""
-    current, root, own = layout(spark, table, meta)
+def recover(spark, table: Table, current: str, root: str, own: str) -> int:
+    """Sweep what a killed rewrite of ``table`` (its :func:`layout`) left: dead attempts, and
+    its own directory once it reads a version. Returns how many directories it deleted."""
     deleted = sweep(spark, table, root)
     if current != own and own:
         deleted += int(delete_path(spark, own))
     return deleted
+
+
+def file_format(meta) -> Optional[str]:
+    """The Spark file format a table's rows are written in (parquet, orc, csv, json), or None
+    for a table with a format of its own (Hive SerDe, Delta, Iceberg, Hudi)."""
+    provider = str(meta.provider().get()) if meta.provider().isDefined() else "hive"
+    return None if provider.lower() in ("hive", "delta", "iceberg", "hudi") else provider
 
 
 def rewrite(spark, table: Table, sql: str, replace_schema: bool = False,
@@ -68,12 +74,12 @@ def rewrite(spark, table: Table, sql: str, replace_schema: bool = False,
     if not meta.partitionColumnNames().isEmpty():
         raise ValueError(f"{table[0]}.{table[1]} is partitioned: a whole-table rewrite supports unpartitioned "
                          "tables (use incremental_strategy 'insert_overwrite' with partition_by)")
-    provider = str(meta.provider().get()) if meta.provider().isDefined() else "hive"
-    if provider.lower() in ("hive", "delta", "iceberg", "hudi"):
-        raise ValueError(f"{table[0]}.{table[1]} is a {provider} table: a whole-table rewrite writes files "
-                         "of a Spark file format (parquet, orc, csv, json)")
-    recover(spark, table, meta)
-    current, root, own = layout(spark, table, meta)
+    provider = file_format(meta)
+    if provider is None:
+        raise ValueError(f"{table[0]}.{table[1]} has a format of its own (Hive, Delta, Iceberg or Hudi): a "
+                         "whole-table rewrite writes files of a Spark file format (parquet, orc, csv, json)")
+    current, root, own = layout(spark, meta)
+    recover(spark, table, current, root, own)
     df = spark.sql(sql)
     if not replace_schema:
         df = _as_table_columns(spark, table, df)
@@ -86,8 +92,7 @@ def rewrite(spark, table: Table, sql: str, replace_schema: bool = False,
     if replace_schema:
         catalog.alterTableDataSchema(table[0], table[1], df._jdf.schema())
     swap(spark, table, {"relocate": [current, stage]})
-    delete_path(spark, current)
-    sweep(spark, table, root)
+    delete_path(spark, current)  # every other attempt was swept by the recovery above
     return stage
 
 
@@ -116,21 +121,19 @@ def dml_rows(spark, sql: str) -> Optional[Tuple[Table, str]]:
     target, alias = plan.table(), ""
     if target.getClass().getSimpleName() == "SubqueryAlias":
         alias, target = f" AS `{target.alias()}`", target.child()
-    parts = [str(p) for p in _iterate(target.multipartIdentifier())]
+    parts = [str(p) for p in scala_items(target.multipartIdentifier())]
     if target.getClass().getSimpleName() != "UnresolvedRelation" or not 1 <= len(parts) <= 3:
         return None
     table = (parts[-2] if len(parts) > 1 else spark.catalog.currentDatabase(), parts[-1])
-    meta = external_catalog(spark).getTable(*table)
-    provider = str(meta.provider().get()).lower() if meta.provider().isDefined() else "hive"
-    if provider in ("hive", "delta", "iceberg", "hudi"):
+    if file_format(external_catalog(spark).getTable(*table)) is None:
         return None
     source = f"`{table[0]}`.`{table[1]}`{alias}"
     if kind == "DeleteFromTable":
         return table, f"select * from {source} where not coalesce({_sql(plan.condition())}, false)"
     condition = _sql(plan.condition().get()) if plan.condition().isDefined() else "true"
     values = {}
-    for assignment in _iterate(plan.assignments()):
-        name = [str(p) for p in _iterate(assignment.key().nameParts())][-1]
+    for assignment in scala_items(plan.assignments()):
+        name = [str(p) for p in scala_items(assignment.key().nameParts())][-1]
         values[name.lower()] = _sql(assignment.value())
     columns = [f.name for f in spark.table(f"`{table[0]}`.`{table[1]}`").schema.fields]
     unknown = set(values) - {c.lower() for c in columns}
@@ -163,8 +166,3 @@ def _first_word(sql: str) -> str:
         text = text[end:].lstrip()
     return text.split(None, 1)[0].lower() if text else ""
 
-
-def _iterate(seq):
-    it = seq.iterator()
-    while it.hasNext():
-        yield it.next()

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from python_udfs.jvm import external_catalog, scala_seq
+from python_udfs.jvm import external_catalog, scala_items, scala_seq
 
 
 def catalog_rows(spark, schema: str) -> List[Dict[str, Any]]:
     """One row per column of every relation in ``schema``, in dbt-spark's catalog columns."""
     catalog = external_catalog(spark)
-    names = list(_iterate(catalog.listTables(schema)))
+    names = list(scala_items(catalog.listTables(schema)))
     rows = []
-    for table in _iterate(catalog.getTablesByName(schema, scala_seq(spark, names))):
+    for table in scala_items(catalog.getTablesByName(schema, scala_seq(spark, names))):
         kind = "view" if table.tableType().name() == "VIEW" else "table"
         comment = table.comment().get() if table.comment().isDefined() else None
         stats = table.stats()
@@ -40,8 +40,3 @@ def catalog_rows(spark, schema: str) -> List[Dict[str, Any]]:
             })
     return rows
 
-
-def _iterate(seq):
-    it = seq.iterator()
-    while it.hasNext():
-        yield it.next()

@@ -77,10 +77,11 @@ class _SessionCursor(Cursor):
         if parameters:
             sql = sql % parameters
         try:
-            if self._spark is None and run_dml(current_thread_session(), sql):
+            spark = self._spark or current_thread_session()
+            if self._spark is None and run_dml(spark, sql):
                 self._df = None
                 return
-            self._df = (self._spark or current_thread_session()).sql(sql)
+            self._df = spark.sql(sql)
         except AnalysisException as exc:
             raise DbtRuntimeError(str(exc)) from exc
 

@@ -18,7 +18,7 @@
     table of a plain file format, which cannot drop columns, by rewriting the table with the
     remaining and new columns (adapter.lakerank_rewrite_table, one swap for readers). -#}
 {% macro lakerank__alter_relation_add_remove_columns(relation, add_columns, remove_columns) -%}
-  {%- if remove_columns and not (relation.is_delta or relation.is_iceberg or relation.is_hudi) -%}
+  {%- if remove_columns and not lakerank__merges_itself(relation) -%}
     {%- set removed = remove_columns | map(attribute='name') | map('lower') | list -%}
     {%- set kept = [] -%}
     {%- for column in adapter.get_columns_in_relation(relation) if column.name | lower not in removed -%}

@@ -80,10 +80,17 @@
 {%- endmacro %}
 
 
+{#- Whether `relation` is a Delta, Iceberg or Hudi table: one with MERGE, DELETE and column
+    changes of its own, where dbt-spark's statements apply and lakerank rewrites nothing. -#}
+{% macro lakerank__merges_itself(relation) -%}
+  {{ return(relation.is_delta or relation.is_iceberg or relation.is_hudi) }}
+{%- endmacro %}
+
+
 {#- Whether `strategy` on `relation` is a rewrite: every strategy that deletes or updates rows,
-    on a table of a plain file format (a MERGE on Delta, Iceberg and Hudi is their own). -#}
+    on a table of a plain file format. -#}
 {% macro lakerank__rewrites(strategy, relation) -%}
-  {%- if relation.is_delta or relation.is_iceberg or relation.is_hudi -%}
+  {%- if lakerank__merges_itself(relation) -%}
     {%- if strategy == 'delete+insert' -%}
       {%- do exceptions.raise_compiler_error("delete+insert on " ~ relation ~ ": use 'merge' on a Delta, Iceberg or Hudi table") -%}
     {%- endif -%}
@@ -110,12 +117,15 @@
 {%- endmacro %}
 
 
-{#- `select` of `target`'s columns from `source`, NULL for those `source` lacks. -#}
-{% macro lakerank__select_target_columns(source, target, alias='') -%}
-  {%- set have = adapter.get_columns_in_relation(source) | map(attribute='name') | map('lower') | list -%}
+{#- `select` of `target`'s columns from `source`, NULL for those `source` lacks
+    (`dest_columns`, `have`: the target's columns and the source's names, when the caller
+    read them already). -#}
+{% macro lakerank__select_target_columns(source, target, alias='', dest_columns=none, have=none) -%}
+  {%- set have = have if have is not none
+                 else adapter.get_columns_in_relation(source) | map(attribute='name') | map('lower') | list -%}
   {%- set prefix = alias ~ '.' if alias else '' -%}
   select
-  {%- for column in adapter.get_columns_in_relation(target) %}
+  {%- for column in (dest_columns if dest_columns is not none else adapter.get_columns_in_relation(target)) %}
     {% if column.name | lower in have %}{{ prefix }}{{ column.quoted }}{% else %}cast(null as {{ column.data_type }}) as {{ column.quoted }}{% endif %}
     {%- if not loop.last %},{% endif %}
   {%- endfor %}

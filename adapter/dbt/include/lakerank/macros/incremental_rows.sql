@@ -43,7 +43,7 @@
       on {{ on | join(' and ') }}
   {%- endset -%}
   {%- set inserted -%}
-    {{ lakerank__select_target_columns(source, target, 'DBT_INTERNAL_SOURCE') }}
+    {{ lakerank__select_target_columns(source, target, 'DBT_INTERNAL_SOURCE', dest_columns, have) }}
     left anti join {{ target }} as DBT_INTERNAL_DEST on {{ on | join(' and ') }}
   {%- endset -%}
   {{ return(matched ~ '\nunion all\n' ~ inserted) }}

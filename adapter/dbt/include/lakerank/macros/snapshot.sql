@@ -34,7 +34,7 @@
                              | rejectattr('name', 'in', ['dbt_change_type', 'DBT_CHANGE_TYPE', 'dbt_unique_key', 'DBT_UNIQUE_KEY'])
                              | list %}
     {% do create_columns(target_relation, missing_columns) %}
-    {% if target_relation.is_delta or target_relation.is_iceberg or target_relation.is_hudi %}
+    {% if lakerank__merges_itself(target_relation) %}
       {% set insert_cols = [] %}
       {% for column in adapter.get_columns_in_relation(staging_table)
                         | rejectattr('name', 'in', ['dbt_change_type', 'DBT_CHANGE_TYPE', 'dbt_unique_key', 'DBT_UNIQUE_KEY']) %}
