@@ -5,10 +5,10 @@ Every write that readers must see whole goes through it: a pk_table commit (its 
 bucket) directories and its log partitions), a merge_on_read commit (its audit-log
 partition) and compaction (its base), a publication, the ingests' partitions.
 
-1. **stage**: the caller writes new directories under ``<table root>/_v/<kind><attempt>``
-   (the macro ``lakerank_lib.stage_dir``; an attempt is ``<commit>_<run>``, so a rerun never
-   writes into a dead attempt's files; the ingests' partitions stage one level under their
-   partition, ``<table>/_commit_id=<id>/<uuid>``, ``python_udfs.ingest.tables.publish_partition``).
+1. **stage**: the caller writes new directories under ``<table root>/_v/<kind><commit>_<run>``
+   (:func:`stage_dir`; in Jinja its twin, the macro ``lakerank_lib.stage_dir``), so a rerun
+   never writes into a dead attempt's files. Kinds: ``c`` a merge-on-read commit, ``b`` a
+   base, ``p`` a publication, ``r`` a whole-table rewrite, ``i`` an ingest's partition.
    Nothing points at them yet: a kill here leaves garbage, no change.
 2. **intent**: when the swap takes more than one metastore call (pk_table: replaced,
    created and dropped partitions), the plan is written to ``<table root>/_lakerank/
@@ -240,6 +240,11 @@ def rollback(spark, table: Table, plan: Dict[str, Any]) -> None:
     spark.catalog.refreshTable(f"`{db}`.`{name}`")
 
 
+def stage_dir(root: str, kind: str, commit_id, attempt: str) -> str:
+    """Where attempt ``attempt`` of commit ``commit_id`` stages under a table's ``root``."""
+    return f"{root}/_v/{kind}{commit_id}_{attempt}"
+
+
 # -- 5. finish -----------------------------------------------------------------------------
 
 def finish(spark, table: Table, plan: Dict[str, Any], keep: Iterable[str] = ()) -> int:
@@ -256,12 +261,15 @@ def finish(spark, table: Table, plan: Dict[str, Any], keep: Iterable[str] = ()) 
     return sweep(spark, table, plan.get("location", ""), live, keep)
 
 
-def sweep(spark, table: Table, root: str = "", live: Optional[List[str]] = None, keep: Iterable[str] = ()) -> int:
+def sweep(spark, table: Table, root: str = "", live: Optional[List[str]] = None, keep: Iterable[str] = (),
+          prefix: str = "") -> int:
     """Delete the directories under ``<root>/_v`` (root: the table's location by default)
     that no partition, nor the table itself, nor ``keep`` points into: attempts that died
     before their swap. ``live``: the partitions' locations if known, else the partitions
-    are listed, and that listing serves the commit's swap. Returns how many it deleted.
-    Commits on a home are serialised by its build lock: no live attempt writes there."""
+    are listed, and that listing serves the commit's swap. ``prefix``: only the directories
+    whose name starts with it (one commit's attempts: ``live`` then need only hold that
+    commit's). Returns how many it deleted. Commits on a home are serialised by its build
+    lock: no live attempt writes there."""
     catalog = external_catalog(spark)
     meta = catalog.getTable(*table)
     root = (root or _qualified(spark, meta.location())).rstrip("/") + "/_v"
@@ -280,7 +288,7 @@ def sweep(spark, table: Table, root: str = "", live: Optional[List[str]] = None,
     deleted = 0
     for status in fs.listStatus(path):
         loc = str(status.getPath().toString())
-        if not any(p == loc or p.startswith(loc + "/") for p in live):
+        if status.getPath().getName().startswith(prefix) and not any(p == loc or p.startswith(loc + "/") for p in live):
             deleted += int(bool(fs.delete(status.getPath(), True)))
     return deleted
 

@@ -6,7 +6,7 @@ and Hudi only).
 
 The commit protocol's steps (:mod:`protocol`) for one table:
 
-1. **stage**: the new rows are written to ``<dir>/_lakerank_versions/<name>/_v/r<id>``, where
+1. **stage**: the new rows are written to ``<dir>/_lakerank_versions/<name>/_v/r_<id>``, where
    ``<dir>/<name>`` is the table's own directory (a managed table's in its schema, or its
    ``location_root``'s): beside it rather than inside it, so a ``DROP TABLE`` (which deletes
    the directory a managed table points at) and a later ``CREATE TABLE`` of the same name
@@ -29,7 +29,7 @@ from __future__ import annotations
 import uuid
 from typing import Callable, Optional, Tuple
 
-from python_udfs.commit.protocol import Table, delete_path, swap, sweep
+from python_udfs.commit.protocol import Table, delete_path, stage_dir, swap, sweep
 from python_udfs.jvm import external_catalog, jvm_class, scala_items
 
 _VERSIONS = "/_lakerank_versions/"
@@ -83,7 +83,7 @@ def rewrite(spark, table: Table, sql: str, replace_schema: bool = False,
     df = spark.sql(sql)
     if not replace_schema:
         df = _as_table_columns(spark, table, df)
-    stage = f"{root}/_v/r{uuid.uuid4().hex[:12]}"
+    stage = stage_dir(root, "r", "", uuid.uuid4().hex[:12])  # a rewrite has no commit id
     df.write.mode("overwrite").format(provider).save(stage)
     if after_stage is not None:
         after_stage(stage)

@@ -114,7 +114,7 @@ tables. Only one batch can be uncommitted at a time (batches run in order, the
 next starts after the commit log records this one), and compaction only folds
 committed partitions (``< batch_id``), so a replay never finds its input state
 folded away. Each table's partition for a commit is
-written as parquet into a fresh directory ``<table>/_commit_id=<id>/<uuid>``
+written as parquet into a fresh directory ``<table>/_v/i<id>_<uuid>``
 and then published with one metastore call (the external catalog's
 ``createPartitions`` or ``alterPartitions``: ``python_udfs.jvm.point_partition``):
 readers see the old partition or the new one, never a half-written one, and a

@@ -1,10 +1,10 @@
 """What both ingests share: their tables and commits, the landing and checkpoint folders,
 and the streaming run.
 
-Each table is parquet, partitioned by ``_commit_id``; a commit's partition is written into a
-fresh directory ``<table>/_commit_id=<id>/<uuid>`` and published with one metastore call
-(the commit protocol's swap, :mod:`python_udfs.commit.protocol`), so a replayed batch replaces rather than appends
-and a reader never sees half a partition.
+Each table is parquet, partitioned by ``_commit_id``; a commit's partition is staged, swapped
+and finished by the commit protocol (:mod:`python_udfs.commit.protocol`): written into a fresh
+directory ``<table>/_v/i<id>_<uuid>`` and published with one metastore call, so a replayed
+batch replaces rather than appends and a reader never sees half a partition.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from python_udfs.commit import protocol
 from python_udfs.faults import inject_full_disk
 from python_udfs.ingest.landed_lines import line_stream
 from python_udfs.jvm import (
-    delete_dirs_except,
     external_catalog,
     jvm_class,
     split_table_name,
@@ -105,15 +104,18 @@ def publish_partition(spark, table: str, location: str, commit_id: int, df) -> s
     """Write ``df`` (without ``_commit_id``) into a fresh directory and point
     the table's partition ``_commit_id=commit_id`` at it in one metastore call; then delete
     the other directories of that commit (a killed or failed attempt's, or the one a replay
-    replaced): stage, swap and finish of the commit protocol (:mod:`python_udfs.commit.protocol`;
-    the ingest records its commit in its checkpoint and the changelog table's property)."""
-    target = f"{location}/_commit_id={commit_id}/{uuid.uuid4().hex}"
+    replaced): stage, swap and finish of the commit protocol (the ingest records its commit
+    in its checkpoint and the changelog table's property)."""
+    target = protocol.stage_dir(location, "i", commit_id, uuid.uuid4().hex[:12])
     df.write.mode("errorifexists").parquet(target)
     if os.environ.get("LAKERANK_TEST_HOOKS") == "1":  # test hook: a full disk in this write
         inject_full_disk(target, os.environ.get("LAKERANK_INGEST_WRITE_FAULT", ""), "LAKERANK_INGEST_WRITE_FAULT")
     name = split_table_name(spark, table)
     protocol.swap(spark, name, {"commit_id": commit_id, "create": [[f"_commit_id={commit_id}", target]]})
-    delete_dirs_except(spark, f"{location}/_commit_id={commit_id}", [target])
+    protocol.sweep(spark, name, location, live=[target], prefix=f"i{commit_id}_")
+    # a home written before the ingests staged under _v/ kept a commit's files in Spark's
+    # partition directory: superseded now
+    protocol.delete_path(spark, f"{location}/_commit_id={commit_id}")
     return target
 
 

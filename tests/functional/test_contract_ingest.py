@@ -428,7 +428,7 @@ def test_replay_of_an_uncommitted_batch_is_identical(stream):
     # again, and each table keeps one directory of the commit (a replay deletes the attempts
     # it replaced, the failed one's torn file included).
     crash_before_commit(1)
-    os.environ["LAKERANK_INGEST_WRITE_FAULT"] = "_commit_id=1/"
+    os.environ["LAKERANK_INGEST_WRITE_FAULT"] = "/_v/i1_"
     try:
         with pytest.raises(Exception, match="No space left on device"):
             stream.run()
@@ -439,7 +439,8 @@ def test_replay_of_an_uncommitted_batch_is_identical(stream):
     assert stream.snapshot() == done
     for table in (stream.changelog, stream.quarantine, stream.ingest_log):
         location = stream.spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()[1]
-        assert len(os.listdir(os.path.join(location.replace("file:", ""), "_commit_id=1"))) == 1, table
+        staged = os.listdir(os.path.join(location.replace("file:", ""), "_v"))
+        assert len([d for d in staged if d.startswith("i1_")]) == 1, (table, staged)
 
     assert stream.run().startswith("no new commits")
     assert stream.snapshot() == done

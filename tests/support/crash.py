@@ -114,7 +114,7 @@ def assert_no_leftovers(spark, schemas: Iterable[str] = ("lakerank", "lakerank_r
 def _unused_partition_dirs(fs, root, used) -> list:
     """Hive-style directories (`col=value`) under `root` that no partition location is or lies
     in, and, where the partitions point one level deeper (`_commit_id=N/<attempt>`, the
-    ingest's layout), the attempts beside the one in use."""
+    ingests' layout before they staged under `_v/`), the attempts beside the one in use."""
     out = []
     if not fs.exists(root):
         return out

@@ -12,9 +12,10 @@
 
 
 {#- Where this run stages commit `commit_id` of a table whose files live under `root`:
-    `<root>/_v/<kind><commit>_<run>` (kind `c` a commit, `b` a base, `p` a publication). A
-    rerun after a crash writes beside a dead attempt's files, never into them; the commit
-    protocol (python_udfs/commit/protocol.py) sweeps the dead ones. -#}
+    `<root>/_v/<kind><commit>_<run>` (kind `c` a commit, `b` a base, `p` a publication): the
+    Jinja twin of the commit protocol's `stage_dir` (python_udfs/commit/protocol.py), which
+    the Python writers use. A rerun after a crash writes beside a dead attempt's files,
+    never into them; the protocol sweeps the dead ones. -#}
 {% macro stage_dir(root, kind, commit_id) -%}
   {{ return(root ~ '/_v/' ~ kind ~ commit_id ~ '_' ~ invocation_id[:8]) }}
 {%- endmacro %}
