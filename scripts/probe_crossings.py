@@ -45,8 +45,9 @@ def main() -> int:
     parser.add_argument("--examples", action="store_true", help="build the library examples too")
     args = parser.parse_args()
 
-    import cdc
     from dbt.cli.main import dbtRunner
+
+    import cdc
 
     counts: collections.Counter = collections.Counter()
     current = ["(start)"]
