@@ -10,10 +10,3 @@
     _seq, _commit_id
   from {{ lakerank_lib.pending_rows(ref('stg_contract_changelog'), window=window) }}
 {%- endmacro %}
-
-
-{#- The pipeline's commit window: every pipeline model's commit source is
-    stg_contract_changelog (lakerank_lib.commit_window). -#}
-{% macro contract_window() -%}
-  {{ return(lakerank_lib.commit_window(ref('stg_contract_changelog'))) }}
-{%- endmacro %}

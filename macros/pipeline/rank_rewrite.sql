@@ -24,7 +24,7 @@
   `rank_results(inputs)` computes from those rows the complete new contents of each table
   under that predicate ('fct', 'dim', 'acc'). `int_contract_rank_rewrite` stores the inputs
   and then inserts the results; `rank_rewrite()` is both in one query, for a rank table that
-  expands the rewrite itself (`rank_rewrite_relation`).
+  expands the rewrite itself (`rank_rewrite_for`).
 
   Its window is (the oldest watermark of the three tables, the ingest's head]: the old
   state it reads is each table's current rows, and a table ahead of the others (a build
@@ -32,12 +32,12 @@
   contract where it is. So the new rows are right for every table, whatever commit each
   is at, and each table diffs them against its own rows.
 -#}
-{% macro rank_rewrite() -%}
-  {%- if not lakerank.rank_rewrite_window()['pending'] -%}
-  {{ lakerank.rank_inputs() }}
+{% macro rank_rewrite(window) -%}
+  {%- if not window['pending'] -%}
+  {{ lakerank.rank_inputs(window) }}
   {%- else -%}
   with rank_inputs as (
-      {{ lakerank.rank_inputs() }}
+      {{ lakerank.rank_inputs(window) }}
   )
   select * from rank_inputs
   union all
@@ -50,16 +50,16 @@
 
 {#- The rows the rank pass reads (parts scope, chg, fct_old, dim_old, acc_old), each rank
     table read once, with its rewrite predicate on its base and changes
-    (`lakerank_lib.merge_on_read_rows`). -#}
-{% macro rank_inputs() -%}
-  {%- set window = lakerank.rank_rewrite_window() -%}
+    (`lakerank_lib.merge_on_read_rows`). `window`: the rewrite's (default: taken now). -#}
+{% macro rank_inputs(window=none) -%}
+  {%- set window = window or lakerank.rank_rewrite_window() -%}
   {%- if not window['pending'] -%}
   {#- nothing pending: no row, and no read of a merge-on-read view, whose analysis alone is
       most of an empty build's cost in a fresh JVM -#}
   {{ lakerank.rank_rewrite_row(none) }}
   where false
   {%- else -%}
-  {%- set state = lakerank.rank_state() -%}
+  {%- set state = lakerank.rank_state(window) -%}
   with
   changes as (
       {{ lakerank.contract_changes(window) }}
@@ -208,9 +208,7 @@
 {#- The rows of a rank table (`part`: fct, dim, acc; alias `t`) the rewrite recomputes: the
     touched projects' rows from `touched_from` on (the zipper: the versions that end at or
     after it). `scope`: a relation or CTE with `project_id`, `touched_from`. -#}
-{% macro rank_rewrite_predicate(part, scope=none) -%}
-  {%- set scope = scope or '(select project_id, touched_from from ' ~ lakerank.rank_rewrite_relation()
-                           ~ " where part = 'scope')" -%}
+{% macro rank_rewrite_predicate(part, scope) -%}
   {%- if part == 'acc' -%}
     t.project_id in (select project_id from {{ scope }})
   {%- else -%}
@@ -249,42 +247,71 @@
 {%- endmacro %}
 
 
-{#- A rank table's (`part`: fct, dim, acc) merge-on-read rewrite: its predicate, and as the
-    rows its commit diffs against, the ones the rewrite read from it (`<part>_old`, with the
-    columns the rewrite carries: a table with another column reads its view). Not when the
-    rewrite started from nothing (a rank table missing, or --full-refresh: it read no table,
-    while this one may hold rows). -#}
-{% macro declare_rank_rewrite(part) -%}
+{#- A rank table's (`part`: fct, dim, acc) rewrite, for its model: `relation`, the rewrite it
+    reads (`int_contract_rank_rewrite` when that was built in this invocation or for the
+    window the rank tables need now, else the same SQL expanded here: a `--select` without
+    the rewrite, a --full-refresh of one rank table), and what its merge_on_read commit
+    replaces: `predicate` and, as the rows it diffs against, `prior`, the ones the rewrite
+    read from this table (`<part>_old`, of `prior_columns`: a table with another column
+    reads its view). No prior when the rewrite started from nothing (a rank table missing,
+    or --full-refresh: it read no table, while this one may hold rows). The model passes
+    the last three to `lakerank_lib.declare_rewrite`. -#}
+{% macro rank_rewrite_for(part) -%}
+  {%- set rewrite = ref('int_contract_rank_rewrite') -%}
   {%- set known = lakerank.rank_columns(part) -%}
-  {%- set prior = none -%}
-  {%- if lakerank.rank_rewrite_window()['from'] != -1 -%}
-    {%- set prior = 'select ' ~ known | join(', ') ~ ' from ' ~ lakerank.rank_rewrite_relation()
-                    ~ " where part = '" ~ part ~ "_old'" -%}
+  {%- set window = lakerank.rank_rewrite_window() -%}
+  {%- if not execute -%}
+    {{ return({'relation': rewrite, 'predicate': 'true', 'prior': none, 'prior_columns': known}) }}
   {%- endif -%}
-  {%- do lakerank_lib.declare_rewrite(lakerank.rank_rewrite_predicate(part), prior=prior, prior_columns=known) -%}
+  {%- if window['built'] -%}
+    {%- set relation = rewrite | string -%}
+  {%- else -%}
+    {%- do log(this ~ ": the rank rewrite was built for commits " ~ window['built_for'] | join('..')
+               ~ ", the rank tables need " ~ window['from'] ~ ".." ~ window['to'] ~ "; expanding it here") -%}
+    {%- set relation = '(\n' ~ lakerank.rank_rewrite(window) ~ '\n)' -%}
+  {%- endif -%}
+  {%- set prior = none -%}
+  {%- if window['from'] != -1 -%}
+    {%- set prior = 'select ' ~ known | join(', ') ~ ' from ' ~ relation ~ " where part = '" ~ part ~ "_old'" -%}
+  {%- endif -%}
+  {{ return({
+      'relation': relation,
+      'predicate': lakerank.rank_rewrite_predicate(part,
+          '(select project_id, touched_from from ' ~ relation ~ " where part = 'scope')"),
+      'prior': prior,
+      'prior_columns': known,
+  }) }}
 {%- endmacro %}
 
 
-{#- The rewrite's commit window: (the oldest watermark of the three rank tables, the
-    ingest's head]; from -1 on --full-refresh or when one of them does not exist yet. Taken
-    once per invocation, before any of them commits (the rewrite runs first), so every
-    expansion of `rank_rewrite()` in the invocation reads the same changes. -#}
+{#- The rewrite's commit window {'from', 'to', 'pending', 'built', 'built_for'}: the one
+    `int_contract_rank_rewrite` recorded when it was built in this invocation (`built`:
+    it holds this window's rows), else (the oldest watermark of the three rank tables, the
+    ingest's head], from -1 on --full-refresh or when one of them does not exist yet. So
+    every rank table of a build reads the window the rewrite was built for, whatever
+    commits of the others landed since (the rewrite runs first). One metastore call. -#}
 {% macro rank_rewrite_window() -%}
-  {%- set key = 'rank-rewrite-window:' ~ invocation_id -%}
-  {%- set cached = adapter.lakerank_memo_get(key) -%}
-  {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
   {%- set source = ref('stg_contract_changelog') -%}
-  {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false}) }}{%- endif -%}
-  {%- set head = lakerank_lib.watermark(source) -%}
-  {%- set info = adapter.lakerank_tables_info(lakerank.rank_tables().values() | list) -%}  {#- one metastore call -#}
-  {%- set marks = [] -%}
-  {%- for name, entry in info.items() -%}
-    {%- do marks.append(entry['properties'].get(lakerank_lib.commit_property(), '-1') | int if entry['exists'] else -1) -%}
-  {%- endfor -%}
-  {%- set from = -1 if should_full_refresh() else marks | min -%}
-  {%- set window = {'from': from, 'to': head, 'pending': head > from} -%}
-  {%- do adapter.lakerank_memo_set(key, window) -%}
-  {{ return(window) }}
+  {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false, 'built': false, 'built_for': []}) }}{%- endif -%}
+  {#- by name, not `ref`: the rewrite model itself takes the window it is built for -#}
+  {%- set rewrite = api.Relation.create(schema=this.schema, identifier='int_contract_rank_rewrite') -%}
+  {%- set tables = lakerank.rank_tables().values() | list -%}
+  {%- set info = adapter.lakerank_tables_info([source, rewrite] + tables) -%}
+  {%- set recorded = info[rewrite.identifier]['properties'] -%}
+  {%- set built_for = [recorded.get('lakerank.window_from', 'none'), recorded.get(lakerank_lib.commit_property(), 'none')] -%}
+  {%- if recorded.get('lakerank.invocation_id') == invocation_id -%}
+    {%- set from, head = built_for[0] | int, built_for[1] | int -%}
+  {%- else -%}
+    {%- set head = info[source.identifier]['properties'].get(lakerank_lib.commit_property(), '-1') | int -%}
+    {%- set marks = [] -%}
+    {%- for relation in tables -%}
+      {%- set entry = info[relation.identifier] -%}
+      {%- do marks.append(entry['properties'].get(lakerank_lib.commit_property(), '-1') | int if entry['exists'] else -1) -%}
+    {%- endfor -%}
+    {%- set from = -1 if should_full_refresh() else marks | min -%}
+  {%- endif -%}
+  {{ return({'from': from, 'to': head, 'pending': head > from,
+             'built': built_for == [from | string, head | string], 'built_for': built_for}) }}
 {%- endmacro %}
 
 
@@ -301,8 +328,8 @@
 
 {#- Each rank table's current rows, or an empty relation of its columns when the rewrite
     starts from nothing (--full-refresh, or the table is missing). -#}
-{% macro rank_state() -%}
-  {%- set fresh = lakerank.rank_rewrite_window()['from'] == -1 -%}
+{% macro rank_state(window) -%}
+  {%- set fresh = window['from'] == -1 -%}
   {%- set types = lakerank.rank_column_types() -%}
   {%- set out = {} -%}
   {%- for part, relation in lakerank.rank_tables().items() -%}
@@ -320,46 +347,23 @@
 {%- endmacro %}
 
 
-{#- The rewrite a rank table reads: `int_contract_rank_rewrite` when it was built for the
-    rewrite's current window (every build after a clean one), else the same SQL expanded in
-    this model (a table left behind, or a `--select` without the rewrite). -#}
-{% macro rank_rewrite_relation() -%}
-  {%- set rewrite = ref('int_contract_rank_rewrite') -%}
-  {%- if not execute -%}{{ return(rewrite) }}{%- endif -%}
-  {%- set key = 'rank-rewrite:' ~ invocation_id ~ ':' ~ this -%}
-  {%- set cached = adapter.lakerank_memo_get(key) -%}
-  {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
-  {%- set wanted = lakerank.rank_rewrite_window() -%}
-  {%- set props = adapter.lakerank_tables_info([rewrite])[rewrite.identifier]['properties'] -%}  {#- one metastore call -#}
-  {%- set built_for = [props.get('lakerank.window_from', 'none'), props.get(lakerank_lib.commit_property(), 'none')] -%}
-  {%- if built_for == [wanted['from'] | string, wanted['to'] | string] -%}
-    {%- set relation = rewrite | string -%}
-  {%- else -%}
-    {%- do log(this ~ ": the rank rewrite was built for commits " ~ built_for | join('..')
-               ~ ", the rank tables need " ~ wanted['from'] ~ ".." ~ wanted['to']
-               ~ "; expanding it here") -%}
-    {%- set relation = '(\n' ~ lakerank.rank_rewrite() ~ '\n)' -%}
-  {%- endif -%}
-  {%- do adapter.lakerank_memo_set(key, relation) -%}
-  {{ return(relation) }}
-{%- endmacro %}
-
-
 {#- Post-hook of int_contract_rank_rewrite, whose query stored the rank pass's inputs: adds
     the results, read from those stored rows (nothing when the window is empty). -#}
 {% macro insert_rank_results() -%}
-  {%- if lakerank.rank_rewrite_window()['pending'] -%}
+  {%- if execute and lakerank.rank_rewrite_window()['pending'] -%}
   insert into {{ this }}
   {{ lakerank.rank_results(this) }}
   {%- endif -%}
 {%- endmacro %}
 
 
-{#- Post-hook of int_contract_rank_rewrite: the window it was built for. -#}
+{#- Post-hook of int_contract_rank_rewrite: the window it was built for, and in which
+    invocation (the rank tables of the same build read that window: rank_rewrite_window). -#}
 {% macro record_rewrite_window() -%}
   {%- set w = lakerank.rank_rewrite_window() -%}
   {%- if execute -%}{% do lakerank_lib.fault_point('recording') %}{%- endif -%}
-  {{ lakerank_lib.record_commit_sql(this, w['to'], properties={'lakerank.window_from': w['from']}) }}
+  {{ lakerank_lib.record_commit_sql(this, w['to'], properties={'lakerank.window_from': w['from'],
+                                                               'lakerank.invocation_id': invocation_id}) }}
 {%- endmacro %}
 
 

@@ -10,13 +10,14 @@
     compact_commits=var('compact_commits'),
     primary_key=['project_id'],
     state_fingerprint=lakerank.pipeline_fingerprint(),
+    commit_source='stg_contract_changelog',
 ) }}
-{%- do lakerank.contract_window() -%}
-{%- do lakerank.declare_rank_rewrite('acc') -%}
+{%- set rewrite = lakerank.rank_rewrite_for('acc') -%}
+{%- do lakerank_lib.declare_rewrite(rewrite.predicate, prior=rewrite.prior, prior_columns=rewrite.prior_columns) -%}
 
 select
     project_id,
     max_rn,
     max_event_time
-from {{ lakerank.rank_rewrite_relation() }}
+from {{ rewrite.relation }}
 where part = 'acc'

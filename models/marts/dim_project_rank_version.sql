@@ -12,9 +12,10 @@
     primary_key=['project_id', 'ver_start'],
     cluster_by=['project_id', 'segment_start'],
     state_fingerprint=lakerank.pipeline_fingerprint(),
+    commit_source='stg_contract_changelog',
 ) }}
-{%- do lakerank.contract_window() -%}
-{%- do lakerank.declare_rank_rewrite('dim') -%}
+{%- set rewrite = lakerank.rank_rewrite_for('dim') -%}
+{%- do lakerank_lib.declare_rewrite(rewrite.predicate, prior=rewrite.prior, prior_columns=rewrite.prior_columns) -%}
 
 select
     project_id,
@@ -22,5 +23,5 @@ select
     ver_end,
     base_max_rn,
     segment_start
-from {{ lakerank.rank_rewrite_relation() }}
+from {{ rewrite.relation }}
 where part = 'dim'

@@ -13,9 +13,10 @@
     cluster_by=['project_id', 'segment_start'],
     primary_key=['contract_id'],
     state_fingerprint=lakerank.pipeline_fingerprint(),
+    commit_source='stg_contract_changelog',
 ) }}
-{%- do lakerank.contract_window() -%}
-{%- do lakerank.declare_rank_rewrite('fct') -%}
+{%- set rewrite = lakerank.rank_rewrite_for('fct') -%}
+{%- do lakerank_lib.declare_rewrite(rewrite.predicate, prior=rewrite.prior, prior_columns=rewrite.prior_columns) -%}
 
 select
     project_id,
@@ -26,5 +27,5 @@ select
     segment_start,
     base_max_rn,
     asc_rn
-from {{ lakerank.rank_rewrite_relation() }}
+from {{ rewrite.relation }}
 where part = 'fct'

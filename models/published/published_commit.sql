@@ -9,10 +9,8 @@
     materialized='publication',
     schema='read',
 ) }}
-{%- do lakerank_lib.declare_publication([
-    ref('fct_contract_rank'),
-    ref('dim_project_rank_version'),
-    ref('fct_contract_rank_changelog'),
-]) -%}
+-- depends_on: {{ ref('fct_contract_rank') }}
+-- depends_on: {{ ref('dim_project_rank_version') }}
+-- depends_on: {{ ref('fct_contract_rank_changelog') }}
 
 select 1 as published

@@ -56,38 +56,28 @@
 
 {#- The model's pending commit window {'from', 'to', 'pending'}: (its watermark, head of
     `source`], where `source` is the relation whose commits drive the model, given as
-    `ref('...')` or `source('...', '...')` so that the DAG shows the dependency. The model's
-    SQL calls it first, directly or through `pending_rows(ref(...))`; the window is kept for
-    the invocation, and the materialization reads the same one with no argument (none when
-    the model declared no source). On --full-refresh, or before the table exists,
+    `ref('...')` or `source('...', '...')` so that the DAG shows the dependency. Taken the
+    first time the invocation asks (the model's SQL, or its materialization from config
+    `commit_source`) and the same afterwards: it is the model's commit record's
+    (dbt/adapters/lakerank/records.py). With no argument: the record's window, or the one
+    config `commit_source` names, else none. On --full-refresh, or before the table exists,
     `from` is -1. -#}
 {% macro commit_window(source=none) -%}
-  {%- set key = 'window:' ~ invocation_id ~ ':' ~ this -%}
-  {%- set cached = adapter.lakerank_memo_get(key) -%}
-  {%- if cached is not none -%}{{ return(cached) }}{%- endif -%}
-  {%- if source is none -%}{{ return(none) }}{%- endif -%}
-  {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false}) }}{%- endif -%}
-  {%- set head = lakerank_lib.watermark(source) -%}
-  {%- if should_full_refresh() -%}
-    {%- set wm = -1 -%}
-  {%- else -%}
-    {%- set wm = lakerank_lib.watermark(this) -%}
-  {%- endif -%}
-  {%- set window = {'from': wm, 'to': head, 'pending': head > wm} -%}
-  {%- do adapter.lakerank_memo_set(key, window) -%}
-  {{ return(window) }}
+  {%- set source = source if source is not none else lakerank_lib._commit_source() -%}
+  {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false} if source is not none else none) }}{%- endif -%}
+  {{ return(adapter.lakerank_commit_window(this, source, should_full_refresh())) }}
 {%- endmacro %}
 
 
-{#- The window of a model that must have one (merge_on_read). -#}
-{% macro _required_commit_window(materialization) -%}
-  {%- set window = lakerank_lib.commit_window() -%}
-  {%- if window is none -%}
-    {{ exceptions.raise_compiler_error(materialization ~ " model " ~ this ~ " has no commit source: its SQL"
-         ~ " must read it with lakerank_lib.pending_rows(ref('<model>')) or call"
-         ~ " lakerank_lib.commit_window(ref('<model>')) first") }}
-  {%- endif -%}
-  {{ return(window) }}
+{#- The relation config `commit_source` names (a model, seed or snapshot of the project, by
+    name), or none. -#}
+{% macro _commit_source() -%}
+  {%- set name = config.get('commit_source') -%}
+  {%- if not name -%}{{ return(none) }}{%- endif -%}
+  {%- for node in graph.nodes.values() if node.resource_type in ('model', 'seed', 'snapshot') and node.name == name -%}
+    {{ return(api.Relation.create(schema=node.schema, identifier=node.alias or node.name)) }}
+  {%- endfor -%}
+  {{ exceptions.raise_compiler_error("config commit_source='" ~ name ~ "' of " ~ this ~ " names no model, seed or snapshot") }}
 {%- endmacro %}
 
 

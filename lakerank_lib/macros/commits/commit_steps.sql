@@ -1,16 +1,5 @@
 {#- Steps every lakerank materialization takes around a commit. -#}
 
-{#- A run with nothing pending writes nothing; the model's data tests read no rows: `rows`, a
-    query with no row over a plain table with the relation's columns (cheaper to analyse than
-    the relation when it is a view), else the relation under `false`. -#}
-{% macro _commit_nothing(relation, rows=none) -%}
-  {% do lakerank_lib._remember_written(relation, 'false', rows) %}
-  {% call statement('main') -%}
-    select 'no pending commits' as status
-  {%- endcall %}
-{%- endmacro %}
-
-
 {#- Where this run stages commit `commit_id` of a table whose files live under `root`:
     `<root>/_v/<kind><commit>_<run>` (kind `c` a commit, `b` a base, `p` a publication): the
     Jinja twin of the commit protocol's `stage_dir` (python_udfs/commit/protocol.py), which

@@ -7,8 +7,7 @@
     read than the relation (a merge-on-read model's own commit partition: the relation is a
     view over the whole base). -#}
 {% macro _remember_written(relation, filter=none, rows=none, commit_id=none) -%}
-  {%- do adapter.lakerank_memo_set('written:' ~ invocation_id ~ ':' ~ relation,
-                                   {'filter': filter, 'rows': rows, 'commit_id': commit_id}) -%}
+  {%- do adapter.lakerank_note_written(relation, filter, rows, commit_id) -%}
 {%- endmacro %}
 
 
@@ -23,7 +22,7 @@
     {%- set of = node.config.get('lakerank_audit_log_of') -%}
     {%- for source in graph.nodes.values() if source.resource_type == 'model' and source.name == of -%}
       {%- set source_relation = api.Relation.create(schema=source.schema, identifier=source.alias or source.name) -%}
-      {%- set written = adapter.lakerank_memo_get('written:' ~ invocation_id ~ ':' ~ source_relation) -%}
+      {%- set written = adapter.lakerank_written(source_relation) -%}
       {%- if written is not none and written['filter'] == 'false' -%}
         {{ return({'filter': 'false', 'rows': none}) }}
       {%- elif written is not none and written.get('commit_id') is not none -%}

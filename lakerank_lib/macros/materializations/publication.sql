@@ -1,8 +1,8 @@
 {#-
   publication — a consistent read layer: every published table at one complete commit.
 
-  The model declares the relations it publishes with
-  `lakerank_lib.declare_publication([ref(...), ...])`; they must all stand at one commit
+  The model publishes the models it depends on (`-- depends_on: {{ ref('<model>') }}` lines in
+  its SQL, dbt's way of naming a dependency that the SELECT does not read); they must all stand at one commit
   (their watermarks, `lakerank.commit_id`). The model's schema (e.g. `+schema: read`) gets,
   per published relation, a view of the same name that reads it *as of the published commit*
   P, and the model's own table holds P (a row per recent publication: `commit_id`,
@@ -35,21 +35,30 @@
 -#}
 {% materialization publication, default %}
   {%- do adapter.lakerank_require_driver('publication') -%}
-  {%- set published = adapter.lakerank_memo_get('publish:' ~ invocation_id ~ ':' ~ this) -%}
+  {%- set published = lakerank_lib._publication_relations() -%}
   {%- if not published -%}
-    {{ exceptions.raise_compiler_error("publication model " ~ this ~ " must call"
-         ~ " lakerank_lib.declare_publication([ref('<model>'), ...])") }}
+    {{ exceptions.raise_compiler_error("publication model " ~ this ~ " depends on no model: name the ones it"
+         ~ " publishes with `-- depends_on:` lines that ref them") }}
   {%- endif -%}
   {{ run_hooks(pre_hooks) }}
-  {%- set root = adapter.lakerank_schema_location(this.schema) ~ '/' ~ this.identifier -%}
-  {%- if not adapter.lakerank_table_exists(this) -%}
+  {#- every table and view the publication reads or redefines, one metastore call a schema -#}
+  {%- set readers = [] -%}
+  {%- for relation in published -%}
+    {%- do readers.append(this.incorporate(path={'identifier': relation.identifier}, type='view')) -%}
+    {%- do readers.append(lakerank_lib._side_table(relation, 'base')) -%}
+  {%- endfor -%}
+  {%- set info = adapter.lakerank_tables_info([this] + published + readers, qualified=true) -%}
+  {%- if info[this.schema ~ '.' ~ this.identifier]['exists'] -%}
+    {%- set root = info[this.schema ~ '.' ~ this.identifier]['location'] -%}
+  {%- else -%}
+    {%- set root = adapter.lakerank_schema_location(this.schema) ~ '/' ~ this.identifier -%}
     {% call statement('create_publication') -%}
       create table {{ this }} (published_at timestamp, invocation_id string, tables string, bases string,
                                commit_id bigint)
       using parquet partitioned by (commit_id) location '{{ root }}'
     {%- endcall %}
   {%- endif -%}
-  {%- set sources = lakerank_lib._publication_sources(published) -%}
+  {%- set sources = lakerank_lib._publication_sources(published, info) -%}
   {%- set commit_id = sources | map(attribute='commit_id') | select('ge', 0) | list -%}
   {%- if not commit_id -%}  {#- nothing committed yet (an empty stream): nothing to publish -#}
     {% call statement('main') -%} select 'nothing committed yet' as status {%- endcall %}
@@ -127,32 +136,42 @@
 {%- endmacro %}
 
 
-{#- Declare the relations a publication model publishes (in its SQL). -#}
-{% macro declare_publication(relations) -%}
-  {%- do adapter.lakerank_memo_set('publish:' ~ invocation_id ~ ':' ~ this, relations) -%}
+{#- The relations a publication model publishes: the models it depends on, in its SQL's order. -#}
+{% macro _publication_relations() -%}
+  {%- set out = [] -%}
+  {%- for uid in model.depends_on.nodes if graph.nodes.get(uid) and graph.nodes[uid].resource_type == 'model' -%}
+    {%- set node = graph.nodes[uid] -%}
+    {%- do out.append(api.Relation.create(schema=node.schema, identifier=node.alias or node.name)) -%}
+  {%- endfor -%}
+  {{ return(out) }}
 {%- endmacro %}
 
 
-{#- Per published relation: its reader view's name, its commit, and for a merge_on_read
-    model the current base (directory, commit) and the one the reader view used so far. -#}
-{% macro _publication_sources(published) -%}
+{#- Per published relation: its reader view (name, whether it exists), its commit, and for a
+    merge_on_read model the current base (directory, commit) and the one the reader view used
+    so far. `info`: the relations' and their bases' and readers' `lakerank_tables_info`
+    (qualified names). -#}
+{% macro _publication_sources(published, info) -%}
   {%- set out = [] -%}
   {#- the bases the published commit's views read, recorded with it -#}
   {%- set has_bases = 'bases' in adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
   {%- set recorded = lakerank_lib.query_values("select bases from " ~ this
         ~ " where commit_id = (select max(commit_id) from " ~ this ~ ")") if has_bases else [] -%}
   {%- set published_bases = fromjson(recorded[0]) if recorded and recorded[0] not in ('', 'None') else {} -%}
+  {#- the published bases still on disk (a --full-refresh deletes them): one call -#}
+  {%- set on_disk = adapter.lakerank_existing_paths(published_bases.values() | map(attribute='location') | list) -%}
   {%- for relation in published -%}
-    {%- set info = adapter.lakerank_tables_info([relation, lakerank_lib._side_table(relation, 'base')]) -%}
-    {%- set props = info[relation.identifier]['properties'] -%}
+    {%- set props = info[relation.schema ~ '.' ~ relation.identifier]['properties'] -%}
     {%- set reader = this.incorporate(path={'identifier': relation.identifier}, type='view') -%}
-    {%- set source = {'relation': relation, 'reader': reader, 'commit_id': props.get('lakerank.commit_id', '-1') | int} -%}
+    {%- set source = {'relation': relation, 'reader': reader,
+                      'reader_exists': info[reader.schema ~ '.' ~ reader.identifier]['exists'],
+                      'commit_id': props.get('lakerank.commit_id', '-1') | int} -%}
     {%- if 'lakerank.base_commit' in props -%}
-      {%- set base = {'location': info[relation.identifier ~ '__base']['location'],
+      {%- set base = {'location': info[relation.schema ~ '.' ~ relation.identifier ~ '__base']['location'],
                       'commit': props['lakerank.base_commit'] | int} -%}
       {%- set before = published_bases.get(relation.identifier, {}) -%}
       {%- do source.update({'published_base': before}) -%}
-      {%- if adapter.lakerank_path_bytes([before.get('location', base['location'])]) == 0 -%}
+      {%- if before and before.get('location') not in on_disk -%}
         {%- set before = {} -%}  {#- gone with a --full-refresh: only the new base is left -#}
       {%- endif -%}
       {%- set primary_key = props.get('lakerank.primary_key', '').split(',') | reject('equalto', '') | list -%}
@@ -195,7 +214,7 @@
       {%- set since = 'case when ' ~ p ~ ' >= ' ~ new['commit'] ~ ' then ' ~ new['commit'] ~ ' else ' ~ old['commit'] ~ ' end' -%}
     {%- endif -%}
     {% call statement('publish_' ~ source['relation'].identifier) -%}
-      {{ lakerank_lib._define_view(source['reader']) }}
+      {{ lakerank_lib._define_view(source['reader'], exists=source['reader_exists']) }}
       {{ lakerank_lib.merge_on_read_select(base,
           'select * from ' ~ lakerank_lib._side_table(source['relation'], 'audit_log')
           ~ ' where _commit_id > ' ~ since ~ ' and _commit_id <= ' ~ p,
@@ -207,7 +226,7 @@
            ~ " merge_on_read model nor has a _commit_id column: it cannot be read as of a commit") }}
     {%- endif -%}
     {% call statement('publish_' ~ source['relation'].identifier) -%}
-      {{ lakerank_lib._define_view(source['reader']) }}
+      {{ lakerank_lib._define_view(source['reader'], exists=source['reader_exists']) }}
       select * from {{ source['relation'] }} where _commit_id <= {{ p }}
     {%- endcall %}
   {%- endif -%}

@@ -150,20 +150,23 @@
 
 {#- merge_on_read: the model's SELECT against `<model>__base`; added columns go to the base
     and the audit log, and the view is redefined over them (same base commit and watermark)
-    before this commit's diff reads it. Returns the query this run writes. -#}
-{% macro _merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint) -%}
+    before this commit's diff reads it (`opened`: the commit's open record, which holds the
+    base's columns and is updated with the added ones). Returns the query this run writes. -#}
+{% macro _merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint, opened) -%}
   {%- set probe = this.identifier ~ '__lr_schema' -%}
   {% call statement('merge_on_read_schema') -%}
     create or replace temporary view {{ probe }} as {{ sql }}
   {%- endcall %}
   {%- set incoming = adapter.lakerank_query_schema(probe) -%}
-  {%- set stored = adapter.lakerank_query_schema(parts['base'] | string) -%}
+  {%- set stored = opened['base_columns'] -%}
   {%- set change = lakerank_lib._apply_schema_change('merge_on_read', stored, incoming, [parts['base'], parts['audit']]) -%}
   {%- if not change.changed -%}{{ return(sql) }}{%- endif -%}
   {%- if change.added -%}
+    {%- do opened.update({'base_columns': stored + change.added}) -%}
     {% do lakerank_lib._merge_on_read_replace_view(view_relation, parts, primary_key,
-          adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1'),
-          lakerank_lib.watermark(view_relation), fingerprint) %}
+          opened['properties'].get('lakerank.base_commit', '-1'),
+          opened['properties'].get(lakerank_lib.commit_property(), '-1'), fingerprint,
+          opened['base_columns'] | map(attribute='name') | list, true) %}
   {%- endif -%}
   {{ return('select ' ~ change.select ~ ' from (' ~ sql ~ ')') }}
 {%- endmacro %}

@@ -8,7 +8,7 @@
 -#}
 {% macro lakerank__get_where_subquery(relation) -%}
   {%- set where = config.get('where') -%}
-  {%- set written = adapter.lakerank_memo_get('written:' ~ invocation_id ~ ':' ~ relation) -%}
+  {%- set written = adapter.lakerank_written(relation) if execute else none -%}
   {%- if written is none and execute -%}
     {%- set written = lakerank_lib._audit_log_written(relation) -%}
   {%- endif -%}

@@ -17,6 +17,7 @@ from typing import Any, Optional
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.commits import CommitMixin
+from dbt.adapters.lakerank.pk_tables import PkTableMixin
 from dbt.adapters.lakerank.python_job import run_model
 from dbt.adapters.lakerank.remote import RemoteDriver, decode, encode
 from dbt.adapters.lakerank.storage import StorageMixin
@@ -37,7 +38,7 @@ def client_session(spark, user_id: str, session_id: str):
 
 def serve_driver_ops(spark, home: str, host: str, port: int) -> ThreadingHTTPServer:
     """Start the driver endpoint on ``host:port`` (a daemon thread) and return its server."""
-    class DriverOps(StorageMixin, CommitMixin):
+    class DriverOps(StorageMixin, CommitMixin, PkTableMixin):
         """The adapter's driver-side methods on one client's session."""
 
         def __init__(self, session) -> None:

@@ -14,13 +14,14 @@ from dbt.adapters.lakerank.catalog import catalog_rows
 from dbt.adapters.lakerank.commits import CommitMixin
 from dbt.adapters.lakerank.connections import LakerankConnectionManager
 from dbt.adapters.lakerank.home import metastore_path, resolve_home
-from dbt.adapters.lakerank.python_job import SessionPythonJobHelper, ship_python_udfs
-from dbt.adapters.lakerank.remote import driver_side
+from dbt.adapters.lakerank.pk_tables import PkTableMixin
+from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
+from dbt.adapters.lakerank.records import RecordMixin
 from dbt.adapters.lakerank.rewrites import RewriteMixin
 from dbt.adapters.lakerank.storage import StorageMixin
 
 
-class LakerankAdapter(StorageMixin, CommitMixin, RewriteMixin, SparkAdapter):
+class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, RewriteMixin, SparkAdapter):
     ConnectionManager = LakerankConnectionManager  # type: ignore[assignment]
 
     @property
@@ -91,55 +92,3 @@ class LakerankAdapter(StorageMixin, CommitMixin, RewriteMixin, SparkAdapter):
             raise CompilationError(f"lakerank_fault kill:{where}: only in a test's own dbt process group")
         os.killpg(os.getpgrp(), signal.SIGKILL)
         return ""  # not reached
-
-    # -- per-invocation memo shared by a model's SQL and its materialization ---------------
-    _memo: Dict[str, Any] = {}
-
-    @available
-    def lakerank_memo_set(self, key: str, value: Any) -> str:
-        """Remember ``value`` under ``key`` for this process (returns '' for use in Jinja)."""
-        LakerankAdapter._memo[key] = value
-        return ""
-
-    @available
-    def lakerank_memo_get(self, key: str, default: Any = None) -> Any:
-        return LakerankAdapter._memo.get(key, default)
-
-    @available
-    def lakerank_pk_spec(self, model_name: str, options, columns, primary_key, partition_by):
-        """Validate a pk_table's Paimon ``options``; the normalised spec, or a compile error
-        naming the offending key."""
-        from dbt_common.exceptions import CompilationError
-
-        from python_udfs.paimon.errors import PaimonOptionError
-        from python_udfs.paimon.validation import validate_options
-
-        try:
-            spec = validate_options(
-                {str(k): v for k, v in (options or {}).items()},
-                [(c["name"], c["type"]) for c in columns],
-                list(primary_key),
-                list(partition_by or []),
-            )
-        except PaimonOptionError as exc:
-            raise CompilationError(f"pk_table {model_name}: option '{exc.key}': {exc}") from exc
-        return spec.as_dict()  # the plain form the pk_table macros read and pk_commit ships as JSON
-
-    @available
-    @driver_side
-    def lakerank_pk_merge(self, input_view: str, stored_view: str, spec, columns, out_view: str) -> str:
-        """Register ``out_view`` with the commit's per-key merge (python_udfs.commit.pk_commit)."""
-        import python_udfs
-        from python_udfs.commit.pk_commit import merge_commit
-
-        spark = self._session()
-        ship_python_udfs(spark, os.path.dirname(os.path.dirname(os.path.abspath(python_udfs.__file__))))
-        merge_commit(spark, input_view, stored_view, dict(spec), list(columns), out_view)
-        return ""
-
-    @available
-    def lakerank_pk_sql_mergeable(self, spec) -> bool:
-        """Whether the commit's merge can run as plain Spark SQL (python_udfs.commit.pk_commit)."""
-        from python_udfs.commit.pk_commit import sql_mergeable
-
-        return sql_mergeable(dict(spec))

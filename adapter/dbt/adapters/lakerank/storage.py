@@ -4,7 +4,7 @@ Embedded/cluster session only; over thrift they fall back to SQL or do nothing."
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
@@ -101,14 +101,16 @@ class StorageMixin(metaclass=AdapterMeta):
 
     @available
     @driver_side
-    def lakerank_tables_info(self, relations) -> Dict[str, Dict[str, Any]]:
-        """``{identifier: {'exists', 'location', 'properties'}}`` for tables of one schema,
-        read with one metastore call. A pk_table commit asked the metastore ~30 times for
-        existence, location and single properties of its four tables (each
-        ``lakerank_get_property`` is a ``tableExists`` and a ``getTable``); it now reads them
-        once, before anything changes, and asks again only for what it creates."""
+    def lakerank_tables_info(self, relations, qualified: bool = False) -> Dict[str, Dict[str, Any]]:
+        """``{identifier: {'exists', 'location', 'properties'}}`` for ``relations``, read
+        with one metastore call per schema (keyed ``schema.identifier`` when ``qualified``:
+        two schemas holding one name). A commit reads its tables' existence, location and
+        properties once, before anything changes, and asks again only for what it creates."""
+        def key(schema: str, identifier: str) -> str:
+            return f"{schema}.{identifier}" if qualified else identifier
+
         out: Dict[str, Dict[str, Any]] = {
-            r.identifier: {"exists": False, "location": "", "properties": {}} for r in relations
+            key(r.schema, r.identifier): {"exists": False, "location": "", "properties": {}} for r in relations
         }
         if self._nothing_to_introspect():
             return out
@@ -117,28 +119,28 @@ class StorageMixin(metaclass=AdapterMeta):
             for r in relations:
                 if self.lakerank_table_exists(r):
                     rows = self.execute(f"show tblproperties {r}", fetch=True)[1]
-                    out[r.identifier].update(exists=True, properties={str(k): str(v) for k, v in rows})
+                    out[key(r.schema, r.identifier)].update(
+                        exists=True, properties={str(k): str(v) for k, v in rows})
             return out
-        schemas = {r.schema for r in relations}
-        if len(schemas) != 1:
-            raise DbtRuntimeError(f"lakerank_tables_info: one schema at a time, got {sorted(schemas)}")
-        for r in relations:  # a new commit: nothing listed before it is trusted
-            protocol.forget((r.schema, r.identifier))
-        by_name = {r.identifier.lower(): r.identifier for r in relations}
         catalog = spark._jsparkSession.sharedState().externalCatalog()
-        found = catalog.getTablesByName(schemas.pop(), scala_seq(spark, list(by_name))).iterator()
         path = jvm_class(spark, "org.apache.hadoop.fs.Path")
-        while found.hasNext():
-            table = found.next()
-            name = by_name.get(str(table.identifier().table()).lower())
-            if name is None:
-                continue
-            # One round trip for the whole property map ("k -> v" entries; keys hold no " -> ").
-            text = table.properties().mkString("\u0001", "\u0002", "\u0001").strip("\u0001")
-            props = dict(item.split(" -> ", 1) for item in text.split("\u0002") if item)
-            located = table.storage().locationUri().isDefined()  # a view has no location
-            out[name] = {"exists": True, "location": str(path(table.location()).toString()) if located else "",
-                         "properties": props}
+        for schema in sorted({r.schema for r in relations}):
+            by_name = {r.identifier.lower(): r.identifier for r in relations if r.schema == schema}
+            for name in by_name.values():  # a new commit: nothing listed before it is trusted
+                protocol.forget((schema, name))
+            found = catalog.getTablesByName(schema, scala_seq(spark, list(by_name))).iterator()
+            while found.hasNext():
+                table = found.next()
+                name = by_name.get(str(table.identifier().table()).lower())
+                if name is None:
+                    continue
+                # One round trip for the whole property map ("k -> v" entries; keys hold no " -> ").
+                text = table.properties().mkString("\u0001", "\u0002", "\u0001").strip("\u0001")
+                props = dict(item.split(" -> ", 1) for item in text.split("\u0002") if item)
+                located = table.storage().locationUri().isDefined()  # a view has no location
+                out[key(schema, name)] = {
+                    "exists": True, "location": str(path(table.location()).toString()) if located else "",
+                    "properties": props}
         return out
 
     @available
@@ -222,6 +224,12 @@ class StorageMixin(metaclass=AdapterMeta):
         spark = self._session()
         path = jvm_class(spark, "org.apache.hadoop.fs.Path")(location)
         return path, path.getFileSystem(spark._jsc.hadoopConfiguration())
+
+    @available
+    @driver_side
+    def lakerank_existing_paths(self, locations) -> List[str]:
+        """Those of ``locations`` that exist."""
+        return [loc for loc in locations if loc and self._fs(loc)[1].exists(self._fs(loc)[0])]
 
     @available
     @driver_side

@@ -1,10 +1,11 @@
-{#- First build or --full-refresh: the SELECT becomes the base, every row +I of the commit. -#}
-{% macro _merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, fingerprint) -%}
+{#- First build or --full-refresh: the SELECT becomes the base, every row +I of the commit.
+    `opened`: the commit's open record (which side tables exist). -#}
+{% macro _merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, fingerprint, opened) -%}
   {%- if existing is not none -%}
     {% do adapter.drop_relation(existing) %}
   {%- endif -%}
-  {%- for side in [parts['base'], parts['audit']] -%}
-    {%- if adapter.lakerank_table_exists(side) -%}  {#- left by a killed first build or the old state -#}
+  {%- for side, state in [(parts['base'], opened['base']), (parts['audit'], opened['audit'])] -%}
+    {%- if state['exists'] -%}  {#- left by a killed first build or the old state -#}
       {% call statement('drop_' ~ side.identifier) -%} drop table if exists {{ side }} {%- endcall %}
     {%- endif -%}
   {%- endfor -%}
@@ -22,5 +23,7 @@
               cast({{ commit_id }} as bigint) as _commit_id
     from {{ parts['base'] }} as base
   {%- endcall %}
-  {% do lakerank_lib._merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint) %}
+  {% do lakerank_lib._merge_on_read_replace_view(view_relation, parts, primary_key, commit_id, commit_id, fingerprint,
+        adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list,
+        opened['view_exists'] and existing is none) %}
 {%- endmacro %}

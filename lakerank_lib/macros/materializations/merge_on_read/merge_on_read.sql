@@ -31,67 +31,67 @@
   the same rows, because applying a change again over a base that already holds it is a
   no-op.
 
-  Commit source (required): the model's SQL reads it with lakerank_lib.pending_rows(ref(...))
-  or calls lakerank_lib.commit_window(ref(...)) first.
+  Commit source (required): config commit_source='<model>', or the model's SQL reads it with
+  lakerank_lib.pending_rows(ref(...)) (or calls lakerank_lib.commit_window(ref(...))).
+  A run crosses from Jinja to Python once per phase, each crossing carrying a record
+  (dbt/adapters/lakerank/records.py): open (the window, the tables' state, recovery), then
+  the stage (a statement), swap (the audit partition, the compaction decision), record (a
+  statement); the model's declare_rewrite is its one declaration.
   Config: primary_key (list, required), state_fingerprint, on_schema_change (schema_change.sql),
   cluster_by (default primary_key), compact_commits (default 10), compact_ratio (0.5),
   compact_min_bytes (16 MiB).
 -#}
 {% materialization merge_on_read, default %}
-  {%- do adapter.lakerank_require_driver('merge_on_read') -%}
   {%- set view_relation = this.incorporate(type='view') -%}
   {%- set existing = load_cached_relation(this) -%}
   {%- set primary_key = config.require('primary_key') -%}
   {%- set fingerprint = config.get('state_fingerprint') -%}
-  {%- set window = lakerank_lib._required_commit_window('merge_on_read') -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set parts = lakerank_lib._merge_on_read_parts(this) -%}
+  {#- phase one, open: the window, the tables' state, recovery (dbt/adapters/lakerank/records.py) -#}
+  {%- set opened = adapter.lakerank_merge_on_read_open(view_relation, parts['base'], parts['audit'],
+        lakerank_lib._commit_source(), full_refresh,
+        nothing='select * from ' ~ parts['audit'] ~ ' where false') -%}
+  {%- set window = opened['window'] -%}
+  {%- do parts.update({'root': opened['root']}) -%}
 
-  {%- if existing is not none and not full_refresh -%}
-    {%- if existing.type != 'view' -%}
+  {%- if opened['exists'] -%}
+    {%- if existing is not none and existing.type != 'view' -%}
       {{ exceptions.raise_compiler_error(
           this ~ " was built as a " ~ existing.type ~ " by an older lakerank layout; it is now a"
           ~ " merge-on-read view over " ~ parts['base'] ~ ". Run `dbt build --full-refresh` to rebuild it.") }}
     {%- endif -%}
-    {% do lakerank_lib._check_fingerprint(view_relation, fingerprint) %}
+    {% do lakerank_lib._check_fingerprint(view_relation, fingerprint, opened['properties']) %}
   {%- endif -%}
   {#- on_schema_change (schema_change.sql): the query this run writes. Only a run that
       commits asks (it analyses the model's SELECT once more): a run with nothing pending
       writes nothing, and the next one that writes checks. -#}
   {%- set query = none -%}
-  {%- if existing is not none and not full_refresh and window['pending'] -%}
-    {%- set query = lakerank_lib._merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint) -%}
+  {%- if opened['exists'] and window['pending'] -%}
+    {%- set query = lakerank_lib._merge_on_read_schema_change(view_relation, parts, primary_key, fingerprint, opened) -%}
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
 
-  {%- if existing is not none and not window['pending'] and not full_refresh -%}
-    {% do lakerank_lib._commit_nothing(view_relation, rows='select * from ' ~ parts['audit'] ~ ' where false') %}
+  {%- if opened['exists'] and not window['pending'] -%}
+    {% call statement('main') -%} select 'no pending commits' as status {%- endcall %}
   {%- else -%}
     {%- set commit_id = window['to'] -%}
-    {%- if existing is none or full_refresh -%}
-      {% do lakerank_lib._merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, fingerprint) %}
-      {% do lakerank_lib._remember_written(view_relation, 'true') %}
+    {%- if not opened['exists'] -%}
+      {% do lakerank_lib._merge_on_read_create(view_relation, existing, parts, primary_key, commit_id, fingerprint, opened) %}
     {%- else -%}
-      {%- set predicate = adapter.lakerank_memo_get('rewrite:' ~ invocation_id ~ ':' ~ this) -%}
-      {%- if predicate is none -%}
+      {%- if opened['rewrite'] is none -%}
         {{ exceptions.raise_compiler_error("merge_on_read model " ~ this ~ " must call lakerank_lib.declare_rewrite('<predicate>')") }}
       {%- endif -%}
-      {%- set prior = adapter.lakerank_memo_get('rewrite-prior:' ~ invocation_id ~ ':' ~ this) -%}
-      {% do lakerank_lib._merge_on_read_commit(view_relation, parts, primary_key, predicate, window, query, prior) %}
+      {%- set base_commit = opened['properties'].get('lakerank.base_commit', '-1') | int -%}
+      {%- set swapped = lakerank_lib._merge_on_read_commit(view_relation, parts, primary_key, opened, query, base_commit) -%}
       {% do lakerank_lib.fault_point('committed') %}
-      {%- set base_commit = adapter.lakerank_get_property(view_relation, 'lakerank.base_commit', '-1') | int -%}
-      {%- if lakerank_lib._merge_on_read_needs_compaction(parts, base_commit) -%}
-        {% do lakerank_lib._merge_on_read_compact(view_relation, parts, primary_key, commit_id, fingerprint) %}
+      {%- if swapped['compact'] -%}
+        {% do lakerank_lib._merge_on_read_compact(view_relation, parts, primary_key, commit_id, fingerprint, opened) %}
       {%- else -%}
         {% do lakerank_lib.record_commit(view_relation, commit_id, fingerprint, kind='view',
                                          properties={'lakerank.primary_key': primary_key | join(',')}) %}
       {%- endif -%}
-      {#- its data tests read the rows this commit changed, from the commit's own partition of
-          the audit log: this commit is every changed key's newest change, so its after-images
-          are exactly the view's rows of those keys, without reading the base -#}
-      {% do lakerank_lib._remember_written(view_relation,
-          rows=lakerank_lib._merge_on_read_committed_rows(parts, commit_id), commit_id=commit_id) %}
     {%- endif -%}
   {%- endif -%}
 
@@ -109,12 +109,11 @@
 
 
 {#- The side tables and storage root of a merge-on-read model. -#}
+{#- (`root`, where the base's versions live, comes with the commit's open.) -#}
 {% macro _merge_on_read_parts(relation) -%}
   {{ return({
       'base': lakerank_lib._side_table(relation, 'base'),
       'audit': lakerank_lib._side_table(relation, 'audit_log'),
-      'root': (adapter.lakerank_schema_location(relation.schema) if execute else '')
-              ~ '/' ~ relation.identifier ~ '__base',
       'cluster_by': config.get('cluster_by', config.get('primary_key')),
   }) }}
 {%- endmacro %}

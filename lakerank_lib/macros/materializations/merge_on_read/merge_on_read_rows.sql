@@ -15,21 +15,15 @@
     (where the pipeline's rank rewrite lost and where it gained: docs/benchmarks.md), and
     for a relation that is not a merge-on-read view (no recorded base). -#}
 {% macro merge_on_read_rows(relation, predicate, columns=none, push_min_bytes=33554432) -%}
-  {%- set props = adapter.lakerank_tables_info([relation])[relation.identifier]['properties'] -%}
-  {%- set base_commit = props.get('lakerank.base_commit') -%}
-  {%- set primary_key = props.get('lakerank.primary_key') -%}
-  {%- if base_commit is none or not primary_key
-         or adapter.lakerank_path_bytes(lakerank_lib._merge_on_read_changes(
-                lakerank_lib._side_table(relation, 'audit_log'), base_commit | int)) < push_min_bytes -%}
+  {%- set state = adapter.lakerank_merge_on_read_state(relation, push_min_bytes) -%}
+  {%- if state['base_commit'] is none or state['change_bytes'] < push_min_bytes -%}
     (select * from {{ relation }} as t where {{ predicate }})
   {%- else -%}
     {%- set base = lakerank_lib._side_table(relation, 'base') -%}
-    {%- set cols = columns or adapter.lakerank_query_schema(base | string) | map(attribute='name') | list -%}
     ({{ lakerank_lib.merge_on_read_select(
         '(select * from ' ~ base ~ ' as t where ' ~ predicate ~ ')',
         'select * from ' ~ lakerank_lib._side_table(relation, 'audit_log') ~ ' as t where _commit_id > '
-          ~ base_commit ~ ' and (' ~ predicate ~ ')',
-        cols, primary_key.split(',')) }})
+          ~ state['base_commit'] ~ ' and (' ~ predicate ~ ')',
+        columns or state['base_columns'], state['primary_key']) }})
   {%- endif -%}
 {%- endmacro %}
-

@@ -2,10 +2,9 @@
     (an after-image replaces the row, a delete removes it), and the model's watermark. An
     existing view is redefined in place (`alter view ... as`, then its properties: Spark's
     `create or replace view` drops the view first and a reader in between finds none). A
-    kill between the two leaves the old watermark: the rerun compacts again. -#}
-{% macro _merge_on_read_replace_view(view_relation, parts, primary_key, base_commit, commit_id, fingerprint) -%}
-  {%- set cols = adapter.lakerank_query_schema(parts['base'] | string) | map(attribute='name') | list -%}
-  {%- set exists = adapter.lakerank_table_exists(view_relation) -%}
+    kill between the two leaves the old watermark: the rerun compacts again. `cols`: the
+    base's columns; `exists`: whether the view exists. -#}
+{% macro _merge_on_read_replace_view(view_relation, parts, primary_key, base_commit, commit_id, fingerprint, cols, exists) -%}
   {%- set properties -%}
     tblproperties (
       '{{ lakerank_lib.commit_property() }}' = '{{ commit_id }}',

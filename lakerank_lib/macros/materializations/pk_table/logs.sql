@@ -15,12 +15,11 @@
 {%- endmacro %}
 
 
-{#- Write partition `column = value` of log table `relation` as a directory (the caller's
-    SELECT, cast to the table's columns) and register it: one write, one metastore call. -#}
-{% macro _pk_write_log_partition(relation, column, value, info) -%}
-  {%- set location = lakerank_lib._pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value -%}
-  {% do adapter.lakerank_write_dirs(caller(), location, [], relation, fault=lakerank_lib._write_fault()) %}
-  {% do adapter.lakerank_commit_swap(relation, {'create': [[column ~ '=' ~ value, location]]}) %}
+{#- A log table's partition `column = value` as the commit writes it (the adapter's
+    `lakerank_pk_commit`): the relation, the partition, its directory and its rows. -#}
+{% macro _pk_log_partition(relation, column, value, info, sql) -%}
+  {{ return({'relation': relation, 'spec': column ~ '=' ~ value,
+             'location': lakerank_lib._pk_location(relation, info) ~ '/' ~ column ~ '=' ~ value, 'sql': sql}) }}
 {%- endmacro %}
 
 
@@ -49,8 +48,9 @@
 {%- endmacro %}
 
 
-{% macro _pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) -%}
-  {% call lakerank_lib._pk_write_log_partition(tables.state, '_commit_id', commit_id, info) -%}
+{#- The commit's state-log and audit-log partitions. -#}
+{% macro _pk_logs(tables, views, layout, spec, commit_id, compaction, info) -%}
+  {%- set state_rows -%}
     select {% for c in layout.names %}{{ c }}, {% endfor %}true as _live
     from {{ views.merged }}
     where __role = 'after'
@@ -59,10 +59,12 @@
     from {{ views.stored }} as stored
     left anti join (select * from {{ views.merged }} where __role = 'after') as after
       on {{ lakerank_lib._key_match('stored', 'after', spec.primary_key) }}
-  {%- endcall %}
-  {% call lakerank_lib._pk_write_log_partition(tables.audit, '_commit_id', commit_id, info) -%}
-    {{ lakerank_lib._pk_changelog(tables, views, layout, spec, commit_id, compaction) }}
-  {%- endcall %}
+  {%- endset -%}
+  {{ return([
+      lakerank_lib._pk_log_partition(tables.state, '_commit_id', commit_id, info, state_rows),
+      lakerank_lib._pk_log_partition(tables.audit, '_commit_id', commit_id, info,
+          lakerank_lib._pk_changelog(tables, views, layout, spec, commit_id, compaction)),
+  ]) }}
 {%- endmacro %}
 
 

@@ -48,7 +48,7 @@
     left semi join {{ views.input }} as b on {{ on_key }}
     where {{ lakerank_lib._pk_touched_filter(partition_by, touched) }}
   {%- endcall %}
-  {%- if adapter.lakerank_pk_sql_mergeable(spec) -%}
+  {%- if spec.sql_mergeable -%}
     {% call statement('pk_merged') -%}
       create or replace temporary view {{ views.merged }} as
       {{ lakerank_lib._pk_sql_merge(views, layout, spec) }}

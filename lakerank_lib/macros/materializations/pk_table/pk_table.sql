@@ -3,8 +3,10 @@
   commit; the model's SELECT is the commit's input. Reference: lakerank_lib/docs/pk_table.md.
   Its steps, one file each beside this one (the way dbt-spark splits `incremental`):
   validate.sql (columns vs config), evolve.sql (changed columns or merge rules,
-  on_schema_change), ddl.sql (tables, views), recover.sql (a dead run's commit), merge.sql
-  (the merge), logs.sql (state and audit logs), snapshots.sql.
+  on_schema_change), ddl.sql (tables, views), merge.sql (the merge), logs.sql (state and
+  audit logs), snapshots.sql. Jinja and Python meet once per phase, each call carrying a
+  record (dbt/adapters/lakerank/pk_tables.py): open (the tables' state, the window, a dead
+  run's recovery), commit (stage, logs, intent, snapshot row, swap: one call), finish.
 
   Config
     primary_key   list of key columns (required; must contain every partition column)
@@ -20,7 +22,7 @@
                   changelog-producer full-compaction that is when changelog is produced
                   (also every `full-compaction.delta-commits` commits, if set)
   Commit source (optional): a model that reads its input with
-    lakerank_lib.pending_rows(ref('<source>')) (or calls lakerank_lib.commit_window(ref(...)))
+    lakerank_lib.pending_rows(ref('<source>')), or names it in config commit_source='<source>',
     commits only when that source has pending commits, and records the source's head.
     state_fingerprint optional: settings the table's state depends on (a run with other
                   settings stops unless --full-refresh)
@@ -43,7 +45,6 @@
   buckets, the logs), intent, swap, record (`lakerank.snapshot_id`), finish.
 -#}
 {% materialization pk_table, default %}
-  {%- do adapter.lakerank_require_driver('pk_table') -%}
   {%- set target = this.incorporate(type='table') -%}
   {%- set primary_key = lakerank_lib._as_list(config.require('primary_key')) -%}
   {%- set partition_by = lakerank_lib._as_list(config.get('partition_by')) -%}
@@ -59,16 +60,18 @@
       {% do adapter.drop_relation(rel) %}
     {%- endfor -%}
   {%- endif -%}
-  {#- The four tables' existence, locations and properties, read once (one metastore call). -#}
-  {%- set info = adapter.lakerank_tables_info([target, tables.audit, tables.state, tables.snapshots]) -%}
+  {#- phase one, open (dbt/adapters/lakerank/pk_tables.py): the four tables' existence,
+      locations and properties (one metastore call), the window, recovery -#}
+  {%- set opened = adapter.lakerank_pk_open(target, tables.audit, tables.state, tables.snapshots,
+        lakerank_lib._commit_source(), should_full_refresh()) -%}
+  {%- set info = opened['info'] -%}
   {%- set props = info[target.identifier]['properties'] -%}
   {%- set existed = info[target.identifier]['exists'] -%}
+  {%- if opened['recovered'] -%}{{ log(opened['recovered'], info=true) }}{%- endif -%}
   {%- if existed -%}
     {% do lakerank_lib._check_fingerprint(target, config.get('state_fingerprint'), props) %}
-    {%- set snapshot_id = lakerank_lib._pk_recover(target, tables, info) -%}
-  {%- else -%}
-    {%- set snapshot_id = 0 -%}
   {%- endif -%}
+  {%- set snapshot_id = opened['snapshot_id'] -%}
 
   {% call statement('pk_source') -%}
     create or replace temporary view {{ views.source }} as
@@ -100,7 +103,7 @@
   {%- set commit_id = snapshot_id + 1 -%}
   {%- set compaction = lakerank_lib._pk_compaction(spec, options, commit_id, props) -%}
 
-  {%- set window = lakerank_lib.commit_window() -%}
+  {%- set window = opened['window'] -%}
   {%- if window is not none and existed and not window['pending'] and not should_full_refresh() -%}
     {%- set touched = [] -%}
   {%- else -%}
@@ -120,20 +123,22 @@
           "select distinct " ~ lakerank_lib._pk_partition_string(partition_by) ~ " from " ~ views.input) -%}
   {%- endif -%}
 
+  {%- set plan = none -%}
   {%- if touched | length == 0 -%}
     {% call statement('main') -%} select 'no rows to commit' as status {%- endcall %}
   {%- else -%}
     {% do lakerank_lib._pk_merge(target, views, layout, spec, partition_by, touched) %}
-    {%- set stage = lakerank_lib.stage_dir(lakerank_lib._pk_location(target, info), 'c', commit_id) -%}
-    {% do adapter.lakerank_write_dirs(lakerank_lib._pk_new_buckets(target, views, layout, spec, partition_by, touched),
-                                      stage, partition_by + ['_bucket'], fault=lakerank_lib._write_fault()) %}
-    {% do lakerank_lib.fault_point('staged') %}
-    {% do lakerank_lib._pk_write_logs(tables, views, layout, spec, commit_id, compaction, info) %}
-    {% do lakerank_lib.fault_point('logged') %}
-    {%- set plan = adapter.lakerank_commit_intent(target, commit_id, stage, partition_by | length + 1, touched) -%}
-    {% do lakerank_lib._pk_write_snapshot(tables, views, spec, plan, commit_id, info) %}
-    {% do lakerank_lib.fault_point('planned') %}
-    {% do adapter.lakerank_commit_swap(target, plan) %}
+    {#- phase two, stage to swap, in one call: buckets, logs, intent, snapshot row, swap -#}
+    {%- set plan = adapter.lakerank_pk_commit(target, {
+          'commit_id': commit_id,
+          'touched': touched,
+          'fault': lakerank_lib._model_fault(),
+          'buckets': {'sql': lakerank_lib._pk_new_buckets(target, views, layout, spec, partition_by, touched),
+                      'stage': lakerank_lib.stage_dir(lakerank_lib._pk_location(target, info), 'c', commit_id),
+                      'partition_by': partition_by + ['_bucket']},
+          'logs': lakerank_lib._pk_logs(tables, views, layout, spec, commit_id, compaction, info),
+          'snapshot': lakerank_lib._pk_snapshot(tables, views, spec, commit_id, info),
+        }) -%}
     {% do lakerank_lib._progress('commit ' ~ commit_id ~ ': ' ~ touched | length ~ ' (partition, bucket) directories rewritten') %}
     {% do lakerank_lib.fault_point('swapped') %}
     {%- set recorded = {
@@ -145,16 +150,16 @@
     {% do lakerank_lib.record_commit(target, window['to'] if window is not none else none,
                                      config.get('state_fingerprint'), properties=recorded, statement_name='main') %}
     {% do lakerank_lib.fault_point('recorded') %}
-    {% do adapter.lakerank_commit_finish(target, plan) %}
-    {% do adapter.lakerank_drop_view(views.merged) %}
   {%- endif -%}
   {%- if window is not none and window['pending'] and touched | length == 0 -%}
     {% do lakerank_lib.record_commit(target, window['to']) %}
   {%- endif -%}
   {%- set buckets = [] -%}
   {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
-  {% do lakerank_lib._remember_written(target, lakerank_lib._partition_filter('_bucket', buckets | unique | list)) %}
-  {% do adapter.lakerank_drop_view(views.input) %}
+  {#- phase three, finish: what the commit superseded, what its data tests read, its views -#}
+  {% do adapter.lakerank_pk_finish(target, plan,
+        {'filter': lakerank_lib._partition_filter('_bucket', buckets | unique | list)},
+        [views.merged, views.input] if plan is not none else [views.input]) %}
 
   {{ run_hooks(post_hooks) }}
   {% do persist_docs(target, model) %}

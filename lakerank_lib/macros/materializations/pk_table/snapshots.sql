@@ -11,13 +11,10 @@
 {%- endmacro %}
 
 
-{% macro _pk_write_snapshot(tables, views, spec, plan, commit_id, info) -%}
-  {%- set written = [] -%}
-  {%- set superseded = [] -%}
-  {%- for item in plan['replace'] -%}{%- do written.append(item[2]) -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
-  {%- for item in plan['create'] -%}{%- do written.append(item[1]) -%}{%- endfor -%}
-  {%- for item in plan['drop'] -%}{%- do superseded.append(item[1]) -%}{%- endfor -%}
-  {% call lakerank_lib._pk_write_log_partition(tables.snapshots, 'snapshot_id', commit_id, info) -%}
+{#- The commit's row of the snapshots table; the adapter fills in what the swap plan says
+    (`{rewritten_partitions}`, `{rewritten_bytes}`, `{superseded_bytes}`). -#}
+{% macro _pk_snapshot(tables, views, spec, commit_id, info) -%}
+  {%- set rows -%}
     select
       current_timestamp() as commit_time,
       'APPEND' as commit_kind,
@@ -28,9 +25,10 @@
       {%- else -%}
       count_if(__role = '{{ lakerank_lib._pk_changelog_role(spec.changelog_producer) }}')
       {%- endif %} as changelog_record_count,
-      {{ written | length }} as rewritten_partitions,
-      {{ adapter.lakerank_path_bytes(written) }} as rewritten_bytes,
-      {{ adapter.lakerank_path_bytes(superseded) }} as superseded_bytes
+      {rewritten_partitions} as rewritten_partitions,
+      {rewritten_bytes} as rewritten_bytes,
+      {superseded_bytes} as superseded_bytes
     from {{ views.merged }}
-  {%- endcall %}
+  {%- endset -%}
+  {{ return(lakerank_lib._pk_log_partition(tables.snapshots, 'snapshot_id', commit_id, info, rows)) }}
 {%- endmacro %}
