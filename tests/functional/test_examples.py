@@ -34,6 +34,7 @@ import pandas as pd
 import pytest
 
 import cdc
+from crossings import by_node, counting_crossings
 from lakerank_project import ROOT, Lakerank
 
 SCHEMA = "lakerank"
@@ -503,7 +504,14 @@ def test_examples_match_oracle(examples_home):
             path = lakerank.land([line for line, _ in builds[build]], stream=name)
             landed[name].append((os.path.basename(path), builds[build]))
 
-        lakerank.dbt("build", "--select", "+path:models/examples")
+        with counting_crossings() as crossings:
+            lakerank.dbt("build", "--select", "+path:models/examples")
+        if build > 0:
+            # One commit surface (docs/design.md): a pk_table commit, with the Python merge
+            # (dim_project_wide) or the SQL one, crosses from Jinja to Python at most 8 times.
+            calls = {node: sum(methods.values()) for node, methods in by_node(crossings).items()}
+            pk_tables = ["dim_project", "dim_project_wide", "int_payments"]
+            assert all(calls[m] <= 8 for m in pk_tables), {m: by_node(crossings)[m] for m in pk_tables}
 
         # -- the landing ingest: typed rows, quarantine, counts ------------------------------
         for name, table in ingest_tables.items():

@@ -63,23 +63,26 @@ class PkTableMixin(metaclass=AdapterMeta):
                          ) -> Dict[str, Any]:
         """Phase one: the driver check, the four tables' existence, locations and properties
         (one metastore call), the model's commit window (None without a commit source) and,
-        for an existing table, the commit protocol's recovery to its last recorded snapshot.
-        ``{'info', 'window', 'snapshot_id', 'recovered'}``."""
+        for an existing table, the commit protocol's recovery to its last recorded snapshot
+        and its stored columns. ``{'info', 'window', 'snapshot_id', 'recovered',
+        'stored_columns'}``."""
         self.lakerank_require_driver("pk_table")
         info = self.lakerank_tables_info([target, audit, state, snapshots])
         window = self.lakerank_commit_window(target, source, full_refresh)
-        out = {"info": info, "window": window, "snapshot_id": 0, "recovered": ""}
+        out = {"info": info, "window": window, "snapshot_id": 0, "recovered": "", "stored_columns": []}
         if info[target.identifier]["exists"]:
             out["snapshot_id"] = int(info[target.identifier]["properties"].get("lakerank.snapshot_id", "0"))
             logs = [[rel, col] for rel, col in ((audit, "_commit_id"), (state, "_commit_id"),
                                                 (snapshots, "snapshot_id")) if info[rel.identifier]["exists"]]
             out["recovered"] = self.lakerank_commit_begin(target, out["snapshot_id"], logs,
                                                           info[target.identifier]["location"])["done"]
+            out["stored_columns"] = self.lakerank_query_schema(f"{target.schema}.{target.identifier}")
         return out
 
     @available
     def lakerank_pk_commit(self, target, commit: Dict[str, Any]) -> Dict[str, Any]:
-        """Phase two, up to the commit's swap: stage the rewritten (partition, bucket)
+        """Phase two, up to the commit's swap: compute the merged view once
+        (``commit['merged']``, a temporary view, as its rows), stage the rewritten (partition, bucket)
         directories (``commit['buckets']``: sql, stage, partition_by), write and register the
         log partitions (``commit['logs']``: relation, spec, location, sql), plan the swap and
         write it as the intent, write the snapshot row (``commit['snapshot']``: its SQL with
@@ -89,6 +92,7 @@ class PkTableMixin(metaclass=AdapterMeta):
         fault = str(commit.get("fault") or "")
         write_fault = fault if fault.startswith("write:") else ""
         buckets = commit["buckets"]
+        self.lakerank_materialize_view(commit["merged"])
         self.lakerank_write_dirs(buckets["sql"], buckets["stage"], buckets["partition_by"], fault=write_fault)
         self._pk_fault_point(target, fault, "staged")
         for log in commit["logs"]:

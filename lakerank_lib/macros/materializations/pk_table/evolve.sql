@@ -49,11 +49,12 @@
 
 
 {#- The commit's schema after on_schema_change: the SELECT (temporary view `source`, schema
-    `schema`) against the stored table (minus `_bucket`); the side tables holding the
-    model's columns gain the added ones; `source` is redefined over the columns to write. -#}
-{% macro _pk_schema_change(target, tables, source, schema, options, info) -%}
+    `schema`) against the stored table's columns `stored_columns` (minus `_bucket`); the side
+    tables holding the model's columns gain the added ones; `source` is redefined over the
+    columns to write. -#}
+{% macro _pk_schema_change(target, tables, source, schema, options, info, stored_columns) -%}
   {%- set stored = [] -%}
-  {%- for c in adapter.lakerank_query_schema(target | string) if c.name != '_bucket' -%}{%- do stored.append(c) -%}{%- endfor -%}
+  {%- for c in stored_columns if c.name != '_bucket' -%}{%- do stored.append(c) -%}{%- endfor -%}
   {%- set incoming = [] -%}
   {%- for c in schema if c.name | lower != 'rowkind' -%}{%- do incoming.append(c) -%}{%- endfor -%}
   {%- set rowkind = [] -%}

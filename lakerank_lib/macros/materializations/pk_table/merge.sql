@@ -56,7 +56,7 @@
   {%- else -%}
     {% do lakerank_lib._pk_python_merge(views, layout, spec, on_key) %}
   {%- endif -%}
-  {% do adapter.lakerank_materialize_view(views.merged) %}
+  {#- (the commit computes the merged view once, as its rows: adapter.lakerank_pk_commit) -#}
 {%- endmacro %}
 
 

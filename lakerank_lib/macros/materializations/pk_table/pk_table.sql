@@ -79,7 +79,8 @@
   {%- endcall %}
   {%- set schema = adapter.lakerank_query_schema(views.source) -%}
   {%- if existed -%}  {#- on_schema_change and changed merge rules: evolve.sql -#}
-    {%- set schema = lakerank_lib._pk_schema_change(target, tables, views.source, schema, options, info) -%}
+    {%- set schema = lakerank_lib._pk_schema_change(target, tables, views.source, schema, options, info,
+                                                    opened['stored_columns']) -%}
   {%- endif -%}
   {%- set layout = lakerank_lib._pk_layout(schema, primary_key, partition_by, order_by) -%}
   {%- set spec = adapter.lakerank_pk_spec(this.identifier, options, layout.columns, primary_key, partition_by) -%}
@@ -133,6 +134,7 @@
           'commit_id': commit_id,
           'touched': touched,
           'fault': lakerank_lib._model_fault(),
+          'merged': views.merged,
           'buckets': {'sql': lakerank_lib._pk_new_buckets(target, views, layout, spec, partition_by, touched),
                       'stage': lakerank_lib.stage_dir(lakerank_lib._pk_location(target, info), 'c', commit_id),
                       'partition_by': partition_by + ['_bucket']},
