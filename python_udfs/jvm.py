@@ -137,17 +137,3 @@ def release(df) -> None:
         plan = plan.child()
     if plan.getClass().getSimpleName() == "LogicalRDD":
         plan.rdd().unpersist(False)
-
-
-def delete_dirs_except(spark, root: str, keep) -> int:
-    """Delete every directory directly under ``root`` except the locations in ``keep``
-    (Hadoop FileSystem; paths compared fully qualified). Returns how many were deleted."""
-    hadoop_path = jvm_class(spark, "org.apache.hadoop.fs.Path")
-    path = hadoop_path(root)
-    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        return 0
-    kept = {str(fs.makeQualified(hadoop_path(k)).toString()).rstrip("/") for k in keep if k}
-    doomed = [s.getPath() for s in fs.listStatus(path)
-              if s.isDirectory() and str(s.getPath().toString()).rstrip("/") not in kept]
-    return sum(int(bool(fs.delete(d, True))) for d in doomed)

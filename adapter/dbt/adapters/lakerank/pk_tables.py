@@ -19,10 +19,6 @@ from dbt.adapters.lakerank.records import record_of
 from dbt.adapters.lakerank.remote import driver_side
 
 
-def _table(relation):
-    return (relation.schema, relation.identifier)
-
-
 class PkTableMixin(metaclass=AdapterMeta):
     @available
     def lakerank_pk_spec(self, model_name: str, options, columns, primary_key, partition_by):

@@ -148,8 +148,7 @@ class RecordMixin(metaclass=AdapterMeta):
             partition = [[f"_commit_id={commit_id}", location]]
             self.lakerank_commit_swap(audit, {"commit_id": commit_id, "create": partition})
         record_of(view).written = {"filter": None, "rows": written_rows, "commit_id": commit_id}
-        deltas = [loc for spec, loc in self.lakerank_partition_locations(audit).items()
-                  if int(spec.split("=")[1]) > int(base_commit)]
+        deltas = self._changes_since(view, base_commit)
         out = {"kib": self.lakerank_path_bytes([location]) / 1024 if location else 0.0,
                "compact": len(deltas) >= int(compaction["commits"])}
         if not out["compact"]:
@@ -158,6 +157,11 @@ class RecordMixin(metaclass=AdapterMeta):
                 compaction["ratio"]) * self.lakerank_path_bytes([self.lakerank_table_location(base)])
         return out
 
+    def _changes_since(self, view, base_commit) -> list:
+        """The locations of ``view``'s audit-log partitions after commit ``base_commit``: the
+        changes its view applies over its base."""
+        return [loc for spec, loc in self.lakerank_partition_locations(side_table(view, "audit_log")).items()
+                if int(spec.split("=")[1]) > int(base_commit)]
 
     @available
     def lakerank_merge_on_read_state(self, view, push_min_bytes: int = 0) -> Dict[str, Any]:
@@ -170,9 +174,7 @@ class RecordMixin(metaclass=AdapterMeta):
         if base_commit is None or not primary_key:
             return {"base_commit": None, "primary_key": None, "change_bytes": 0, "base_columns": []}
         base = side_table(view, "base")
-        changes = [loc for spec, loc in self.lakerank_partition_locations(side_table(view, "audit_log")).items()
-                   if int(spec.split("=")[1]) > int(base_commit)]
-        change_bytes = self.lakerank_path_bytes(changes)
+        change_bytes = self.lakerank_path_bytes(self._changes_since(view, base_commit))
         return {"base_commit": int(base_commit), "primary_key": primary_key.split(","), "change_bytes": change_bytes,
                 "base_columns": [c["name"] for c in self.lakerank_query_schema(f"{base.schema}.{base.identifier}")]
                 if change_bytes >= push_min_bytes else []}
