@@ -4,8 +4,8 @@ Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/
 into a clean retract changelog (+I, -U, +U, -D) of the live contract set, one
 partition per commit. The landed lines' format is the var `contracts_format`
 (dbt_project.yml: lakerank, debezium-json, canal-json or maxwell-json; docs/cdc_formats.md), read
-with the vars contracts_change_time, contracts_database_include, contracts_table_include and
-contracts_sign_time_unit.
+with the vars contracts_change_time, contracts_database_include, contracts_table_include,
+contracts_sign_time_unit and contracts_amount_scale.
 The per-contract state is a table (stg_contract_ingest_state) merged with set operations, no
 Python UDF. The work is in python_udfs.ingest.contract_ingest.
 """
@@ -21,6 +21,7 @@ def model(dbt, session):
     schema = dbt.this.schema
     fmt = dbt.config.get("contracts_format") or "lakerank"
     unit = dbt.config.get("contracts_sign_time_unit")  # none: an integer sign_time is quarantined
+    scale = dbt.config.get("contracts_amount_scale")  # none: a Decimal without a schema is quarantined
     cdc = cdc_options(
         change_time=dbt.config.get("contracts_change_time"),
         database_include=dbt.config.get("contracts_database_include"),
@@ -28,6 +29,7 @@ def model(dbt, session):
         units={"sign_time": unit} if unit else {},
         declare="the var contracts_change_time: arrival",
         declare_unit="the var contracts_sign_time_unit",
+        scales={"amount": scale} if scale not in (None, "") else {},
     )
     return run_contract_ingest(
         session,

@@ -54,16 +54,16 @@ from __future__ import annotations
 from typing import Optional
 
 from python_udfs.ingest.cdc_options import CdcOptions, cdc_options, filtered, how_to_declare
-from python_udfs.ingest.cdc_times import MS_MAX, MS_MIN, semantic_type, undeclared_unit, with_wall_clock
+from python_udfs.ingest.cdc_positions import DEBEZIUM_ENVELOPE, order_sql
+from python_udfs.ingest.cdc_times import MS_MAX, MS_MIN
 from python_udfs.ingest.landed_lines import trim_space
 
 __all__ = ["FORMATS", "SUB_BITS", "CdcOptions", "cdc_options", "change_events", "check_format",
-           "physical_line", "to_native_events"]
+           "physical_line"]
 
 FORMATS = ("lakerank", "debezium-json", "canal-json", "maxwell-json")
 SUB_BITS = 20  # events of one line: at most 2**20 - 1 (a larger line is quarantined)
 _MAX_EVENTS = (1 << SUB_BITS) - 1
-_FIELDS = ("contract_id", "project_id", "sign_time", "amount")
 
 
 def check_format(fmt, what: str = "contracts format") -> str:
@@ -190,7 +190,7 @@ def _debezium(versions: bool, opts: CdcOptions) -> dict:
     """The SQL (over ``v``) of a Debezium line: ``error`` (the envelope's), ``events``, ``ts``
     (epoch ms), ``skip`` and the database and table ``names``; ``versions``: the row images
     of a version stream (:func:`change_events`)."""
-    env = "coalesce(variant_get(v, '$.payload'), v)"
+    env = DEBEZIUM_ENVELOPE
     op = f"try_variant_get({env}, '$.op', 'string')"
     before, after = f"variant_get({env}, '$.before')", f"variant_get({env}, '$.after')"
     source_ts, ts_ms = f"variant_get({env}, '$.source.ts_ms')", f"variant_get({env}, '$.ts_ms')"
@@ -289,23 +289,8 @@ _TIME = {"debezium-json": "source.ts_ms", "canal-json": "es", "maxwell-json": "t
 _CONVERTERS = {"debezium-json": _debezium, "canal-json": _canal, "maxwell-json": _maxwell}
 
 
-def _field(name: str, digit_strings: bool):
-    """The native JSON text of field ``name`` of an exploded event ``e`` (SQL): the old
-    value if the event has one for it, else the row's; ``null`` when absent."""
-    x = f"coalesce(variant_get(e.old, '$.{name}'), variant_get(e.row, '$.{name}'))"
-    j = f"to_json({x})"
-    if name in ("contract_id", "project_id") and digit_strings:
-        # Canal's values are strings: "1001" -> 1001 (other strings stay strings: refused).
-        digits = f"substring({j}, 2, length({j}) - 2)"
-        return f"coalesce(CASE WHEN {j} RLIKE '^\"-?[0-9]+\"$' THEN {digits} ELSE {j} END, 'null')"
-    if name == "sign_time":
-        # a time value as the wall-clock text it stands for (with_wall_clock; a fraction stays:
-        # the validator refuses it)
-        return f"coalesce(concat('\"', cast(__sign_wall as string), '\"'), {j}, 'null')"
-    return f"coalesce({j}, 'null')"
-
-
-def change_events(lines, fmt: str, columns, versions: bool = False, opts: Optional[CdcOptions] = None):
+def change_events(lines, fmt: str, columns, versions: bool = False, opts: Optional[CdcOptions] = None,
+                  positions: bool = False):
     """``lines`` (``landed_lines.numbered_lines``: file, line, n_events, text, batch_us; line 0
     = a file's marker) of format ``fmt`` as one row per event (and per malformed or skipped
     line): file, line (the order position, module doc), n_events (a marker's: the number of
@@ -318,7 +303,10 @@ def change_events(lines, fmt: str, columns, versions: bool = False, opts: Option
     or of a row that is not an object, ``<format>: ...``). ``versions``: the events of a
     version stream, one a changed row: ``op`` ``c`` (insert, snapshot read) or ``u`` with the
     new row, ``d`` with the old row (docs/examples.md); otherwise the contract stream's
-    ``+I``/``-U``/``+U``/``-D`` (module doc)."""
+    ``+I``/``-U``/``+U``/``-D`` (module doc). ``positions``: the rows also carry ``src`` and
+    ``pos``, the event's log and position (:mod:`python_udfs.ingest.cdc_positions`; the
+    event's index within its line appended; NULL without one, and when ordering by arrival),
+    right after ``skip``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -344,8 +332,13 @@ def change_events(lines, fmt: str, columns, versions: bool = False, opts: Option
             ~F.col("ts_ms").between(MS_MIN, MS_MAX), F.lit(f"{_TIME[fmt]} out of range")))).alias("problem"),
     )
     good = F.col("problem").isNull() & F.col("skip").isNull()
+    order = []
+    if positions:
+        src, pos = (F.lit(None).cast("string"),) * 2 if arrival else map(F.expr, order_sql(fmt))
+        checked = checked.withColumn("src", F.when(good, src)).withColumn("pos", F.when(good & src.isNotNull(), pos))
+        order = ["src", "pos"]
     exploded = checked.select(
-        "file", "line", "batch_us", "text", "ts_ms", "skip",
+        "file", "line", "batch_us", "text", "ts_ms", "skip", *order,
         F.when(F.col("problem").isNotNull(), F.concat(F.lit(f"{fmt}: "), F.col("problem"))).alias("bad"),
         F.posexplode_outer(F.when(good, F.expr(sql["events"]))).alias("i", "e"),
     )
@@ -357,6 +350,8 @@ def change_events(lines, fmt: str, columns, versions: bool = False, opts: Option
         "text",
         "batch_us",
         "skip",
+        *([F.col("src"), F.concat(F.col("pos"), F.lit(":"), F.lpad(F.col("i").cast("string"), 7, "0")).alias("pos")]
+          if positions else []),
         *[value.alias(name) for name, value in columns(F.col("e"), F.col("ts_ms"), bad)],
     )
     extra = converted.schema.fields[5:]
@@ -367,32 +362,3 @@ def change_events(lines, fmt: str, columns, versions: bool = False, opts: Option
     per_file = Window.partitionBy("file")
     return both.withColumn("n_events", F.when(
         F.col("line") == 0, F.count(F.when(F.col("line") > 0, 1)).over(per_file)).otherwise(F.lit(0)).cast("bigint"))
-
-
-def to_native_events(lines, fmt: str, opts: Optional[CdcOptions] = None):
-    """``lines`` (``landed_lines.numbered_lines``) of format ``fmt`` as the contract stream's
-    events (:func:`change_events`, read with ``opts``) with ``native`` (the event as a native
-    JSON line), ``origin`` (``<format> <image>``, the prefix of a validation reason) and
-    ``bad`` (an envelope's quarantine reason)."""
-    from pyspark.sql import functions as F
-
-    opts = opts or CdcOptions()
-
-    def columns(e, ts_ms, bad):
-        return [("e", e), ("ts_ms", ts_ms), ("origin", F.concat(F.lit(f"{fmt} "), e.image)), ("bad", bad)]
-
-    events = change_events(lines, fmt, columns, opts=opts)
-    sign, semantic, unit = ("coalesce(variant_get(e.old, '$.sign_time'), variant_get(e.row, '$.sign_time'))",
-                            semantic_type("e.types", "sign_time"), opts.unit("sign_time"))
-    events = with_wall_clock(events, sign, semantic, unit, "__sign_wall")
-    e = F.col("e")
-    # a delete needs only the key: its sign_time is not read
-    unitless = F.when(e.op != "-D", undeclared_unit(sign, semantic, unit, "sign_time", opts.declare_unit))
-    events = events.withColumn("bad", F.coalesce("bad", F.concat(F.col("origin"), F.lit(": "), unitless)))
-    op_ts = F.timestamp_millis(F.col("ts_ms")).cast("timestamp_ntz").cast("string")  # the business wall clock
-    native = F.concat(
-        F.lit('{"op":"'), e.op, F.lit('"'),
-        *[F.concat(F.lit(f',"{n}":'), F.expr(_field(n, fmt == "canal-json"))) for n in _FIELDS],
-        F.lit(',"op_ts":"'), op_ts, F.lit('"}'))
-    return events.select("file", "line", "n_events", "text", "batch_us", "skip",
-                         F.when(F.col("bad").isNull(), native).alias("native"), "origin", "bad")

@@ -20,7 +20,8 @@ class CdcOptions:
     commit, file and line), ``database_include``/``table_include`` (Java regular expressions,
     any of which must match the whole name; None: every name), ``units`` (field -> the unit
     of its JSON integers when no schema says it, ``TIME_UNITS``; a field with none declared has
-    its integers quarantined) and ``declare`` (how the
+    its integers quarantined), ``scales`` (field -> the scale of its Debezium ``Decimal``
+    values when no schema gives it) and ``declare`` (how the
     stream declares arrival order: the quarantine reason of a missing change time names it) and
     ``declare_unit`` (how it declares the unit of an integer sign_time, named likewise)."""
     change_time: str = "required"
@@ -29,10 +30,16 @@ class CdcOptions:
     units: Tuple[Tuple[str, str], ...] = ()
     declare: str = "change_time: arrival"
     declare_unit: str = "units: {sign_time: <unit>}"
+    scales: Tuple[Tuple[str, int], ...] = ()
 
     def unit(self, field: str) -> Optional[str]:
         """The declared unit of ``field``'s JSON integers; None: undeclared (never guessed)."""
         return dict(self.units).get(field)
+
+    def scale(self, field: str) -> Optional[int]:
+        """The declared scale of ``field``'s Debezium ``Decimal`` values when no schema wrapper
+        gives it (docs/cdc_formats.md, Decimals); None: undeclared."""
+        return dict(self.scales).get(field)
 
 
 def _patterns(value: Union[None, str, Sequence[str]], what: str) -> Optional[Tuple[str, ...]]:
@@ -46,7 +53,8 @@ def _patterns(value: Union[None, str, Sequence[str]], what: str) -> Optional[Tup
 
 def cdc_options(change_time=None, database_include=None, table_include=None,
                 units: Optional[Mapping[str, str]] = None, declare: str = "change_time: arrival",
-                declare_unit: str = "units: {sign_time: <unit>}") -> CdcOptions:
+                declare_unit: str = "units: {sign_time: <unit>}",
+                scales: Optional[Mapping[str, object]] = None) -> CdcOptions:
     """Checked :class:`CdcOptions` (ValueError naming the bad value); None or '' is the default."""
     change_time = change_time or "required"
     if change_time not in CHANGE_TIMES:
@@ -54,9 +62,17 @@ def cdc_options(change_time=None, database_include=None, table_include=None,
     for field, unit in (units or {}).items():
         if unit not in TIME_UNITS:
             raise ValueError(f"field {field!r}: unit {unit!r}: allowed values are {', '.join(TIME_UNITS)}")
+    checked_scales = {}
+    for field, scale in (scales or {}).items():
+        try:
+            checked_scales[field] = int(str(scale).strip())
+        except ValueError:
+            raise ValueError(f"field {field!r}: scale {scale!r} is not an integer") from None
+        if not -38 <= checked_scales[field] <= 38:
+            raise ValueError(f"field {field!r}: scale {scale!r} is out of -38..38")
     return CdcOptions(change_time, _patterns(database_include, "database_include"),
                       _patterns(table_include, "table_include"), tuple(sorted((units or {}).items())), declare,
-                      declare_unit)
+                      declare_unit, tuple(sorted(checked_scales.items())))
 
 
 def how_to_declare(opts: CdcOptions) -> str:

@@ -37,10 +37,14 @@ counts the files with at least one byte (an empty file yields no row).
 
 Semantics (per ``contract_id``)
 -------------------------------
-Events are totally ordered by ``(op_ts, file, line)``. State per contract:
-the order key of the last applied event, a live flag and the current image
-``(project_id, sign_time, amount)``. A batch's events of a contract are
-sorted by that key and each is applied to the state left by earlier ones:
+Events are ordered by ``(op_ts, file, line)``, except that two events of one
+source log (a CDC message's ``src``) are ordered by their log position ``pos``
+alone, so a re-sent copy is stale (:mod:`python_udfs.ingest.cdc_positions`,
+:func:`python_udfs.ingest.contract_state.apply_events`). State per contract:
+the order key and position of the last applied event, a live flag and the
+current image ``(project_id, sign_time, amount)``. A batch's events of a
+contract are sorted in that order and each is applied to the state left by
+earlier ones:
 
 * ``-U`` -> ``before_image``, whatever its order (nothing changes, state not advanced);
 * order key <= state's order key -> ``stale`` (nothing changes);
@@ -134,7 +138,8 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional
 
-from python_udfs.ingest.cdc_formats import CdcOptions, check_format, physical_line, to_native_events
+from python_udfs.ingest.cdc_formats import CdcOptions, check_format, physical_line
+from python_udfs.ingest.cdc_native import to_native_events
 from python_udfs.ingest.contract_lines import parse_contract_lines
 from python_udfs.ingest.contract_state import (
     STATE_DDL,
@@ -263,7 +268,7 @@ class _ContractCommit:
         return kept(parse_contract_lines(lines, converted=self.fmt != "lakerank").select(
             "kind", "file", "line", "n_events", "reason", "raw",
             "contract_id", "op", "project_id", "sign_us",
-            F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "batch_us",
+            F.col("amount").cast("decimal(18,2)").alias("amount"), "op_ts_us", "src", "pos", "batch_us",
         ))
 
     def apply(self, parsed, commit_id: int, stats: Dict[str, int]):
@@ -274,7 +279,7 @@ class _ContractCommit:
 
         compact_state(self.spark, self.tables["state"], self.locations["state"], commit_id)
         events = parsed.where(F.col("kind") == "E").select(
-            "contract_id", "op", "op_ts_us", "file", "line", "project_id", "sign_us", "amount")
+            "contract_id", "op", "op_ts_us", "file", "line", "src", "pos", "project_id", "sign_us", "amount")
         state = latest_state(self.spark, self.tables["state"], commit_id, events.select("contract_id").distinct())
         out = kept(apply_events(events, state))
         counts = out.agg(
@@ -297,15 +302,17 @@ class _ContractCommit:
             ingest_log=(self.tables["ingest_log"], self.locations["ingest_log"]))
 
     def publish_changelog(self, out, commit_id: int, stats: Dict[str, int], held: List) -> None:
-        """The commit's changelog rows, ``_seq`` in (op_ts, file, line) order."""
+        """The commit's changelog rows, ``_seq`` in (op_ts, file, line) order (``seq_us`` for
+        op_ts: a contract's rows stay in the order they were applied when its log orders them
+        otherwise, :func:`apply_events`)."""
         from pyspark.sql import functions as F
 
         changes = (
             out.where(F.size("changes") > 0)
-            .select("contract_id", "op_ts_us", "file", "line", F.inline("changes"))
+            .select("contract_id", "op_ts_us", "seq_us", "file", "line", F.inline("changes"))
         )
         changelog = numbered_in_order(
-            changes, ["op_ts_us", "file", "line", "n"], stats["changes"], "_seq", held).select(
+            changes, ["seq_us", "file", "line", "n"], stats["changes"], "_seq", held).select(
                 F.col("rowkind"),
                 F.col("project_id"),
                 F.col("contract_id"),
@@ -328,7 +335,7 @@ class _ContractCommit:
             out.where("is_last")
             .select(
                 "contract_id", "op_ts_us", "file", "line", live.alias("live"),
-                *[F.when(live, F.col(c)).alias(c) for c in ("project_id", "sign_us", "amount")],
+                *[F.when(live, F.col(c)).alias(c) for c in ("project_id", "sign_us", "amount")], "src", "pos",
             )
         )
         delta = sorted_files(delta, ["contract_id"], stats["applied"] + stats["noop"])

@@ -23,15 +23,16 @@ def parse_contract_lines(lines, converted: bool = False):
     = the file's marker) as one row per file (``kind`` 'file', ``n_events`` = its non-blank
     lines) and one per non-blank line (``kind`` 'E' for a valid event, 'quarantined' with a
     ``reason`` otherwise). ``converted``: ``lines`` are events converted from a CDC format
-    (``cdc_formats.to_native_events``): the event's ``native`` text is checked, an envelope's
+    (``cdc_native.to_native_events``): the event's ``native`` text is checked, an envelope's
     ``bad`` is the reason, a validation reason is prefixed with the event's ``origin``, the
     quarantined line is ``text``, the landed line, and a line with a ``skip`` reason is
-    ``kind`` 'skipped'."""
+    ``kind`` 'skipped'; an event keeps its log position (``src``, ``pos``; NULL on native
+    lines, which carry none: :mod:`python_udfs.ingest.cdc_positions`)."""
     from pyspark.sql import functions as F
 
     source = "native" if converted else "text"
     keep = ("file", "line", "n_events", "text", "batch_us", "v") + (
-        ("skip", "native", "origin", "bad") if converted else ())
+        ("skip", "src", "pos", "native", "origin", "bad") if converted else ())
     values = _field_values(_json_fields(lines, source, keep), source)
     reason = _reason(F.col("op"), F.col("contract_id"), F.col("project_id"), F.col("sign_time"),
                      F.col("op_ts"), F.col("amount"))
@@ -44,6 +45,7 @@ def parse_contract_lines(lines, converted: bool = False):
         ("sign_us", ntz_micros(F.col("sign_time"))),
         ("amount", F.col("amount").cast("string")),
         ("op_ts_us", ntz_micros(F.col("op_ts"))),
+        *[(c, F.col(c) if converted else F.lit(None).cast("string")) for c in ("src", "pos")],
     ])
 
 

@@ -12,12 +12,14 @@ from python_udfs.jvm import partition_values, split_table_name
 __all__ = ["COMPACT_AT_PARTITIONS", "STATE_DDL", "apply_events", "compact_state", "latest_state"]
 
 # State rows: one per contract and commit that changed it (the order key of its last
-# effective event, live flag, live image); partition ``_commit_id`` = the commit that wrote them.
+# effective event and its log position, live flag, live image); partition ``_commit_id`` = the
+# commit that wrote them. ``src``/``pos`` came later: ensure_table adds them to an older state
+# table, whose rows read NULL there (no position: ordered by change time).
 STATE_DDL = (
     "contract_id BIGINT, op_ts_us BIGINT, file STRING, line BIGINT, live BOOLEAN, "
-    "project_id BIGINT, sign_us BIGINT, amount DECIMAL(18,2), _commit_id BIGINT"
+    "project_id BIGINT, sign_us BIGINT, amount DECIMAL(18,2), src STRING, pos STRING, _commit_id BIGINT"
 )
-_STATE_COLS = ("op_ts_us", "file", "line", "live", "project_id", "sign_us", "amount")
+_STATE_COLS = ("op_ts_us", "file", "line", "live", "project_id", "sign_us", "amount", "src", "pos")
 # Fold the state's delta partitions into one when this many lie below the batch.
 COMPACT_AT_PARTITIONS = 16
 
@@ -63,13 +65,20 @@ def apply_events(events, state):
     changelog rows it emits (``changes``: array of rowkind, n, image) and, on the
     contract's last effective event of the batch, the contract's new state (``is_last``).
 
-    ``state``: the contracts' stored state (``latest_state``). Per contract, with the
-    order key (op_ts_us, file, line): a ``-U`` is a before image; an event at or before
-    the stored key is stale; every other event is effective, and since the batch's
-    effective events of a contract are applied in key order and each one sets the live
-    flag and image (upsert: live, its image; delete: not live), the state an effective
-    event sees is the one left by the previous effective event (``lag``) or, for the
-    first, the stored one."""
+    ``state``: the contracts' stored state (``latest_state``). Per contract: a ``-U`` is a before
+    image; an event at or before the stored order key is stale; every other event is
+    effective, and since the batch's effective events of a contract are applied in order and
+    each one sets the live flag and image (upsert: live, its image; delete: not live), the
+    state an effective event sees is the one left by the previous effective event (``lag``)
+    or, for the first, the stored one.
+
+    The order (docs/cdc_formats.md, "The log's order"): two events of one log (the same
+    ``src``) are ordered by their position ``pos`` alone, so a re-sent copy (the position of
+    one already applied) is stale whatever file it lands in; any other two by the key
+    ``(op_ts_us, file, line)``. A batch applies a contract's events in position order when
+    they all come from one log, else in key order. ``seq_us`` (the running maximum of
+    ``op_ts_us`` in that order) lets the changelog number a commit's rows in an order that
+    keeps each contract's rows in the order they were applied."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -77,17 +86,26 @@ def apply_events(events, state):
     j = events.join(s, "contract_id", "left")
     t, f, n = F.col("op_ts_us"), F.col("file"), F.col("line")
     st, sf, sl = F.col("s_op_ts_us"), F.col("s_file"), F.col("s_line")
-    at_or_before = (t < st) | ((t == st) & ((f < sf) | ((f == sf) & (n <= sl))))
+    by_key = (t < st) | ((t == st) & ((f < sf) | ((f == sf) & (n <= sl))))
+    same_log = F.col("src").isNotNull() & (F.col("src") == F.col("s_src"))
+    at_or_before = F.when(same_log, F.col("pos") <= F.col("s_pos")).otherwise(by_key)
     op = F.col("op")
     stale = st.isNotNull() & at_or_before
     j = j.withColumn("outcome", F.when(op == "-U", F.lit("before_image"))
                      .when(stale, F.lit("stale")))
 
-    w = Window.partitionBy("contract_id").orderBy("op_ts_us", "file", "line")
+    # one log for all of a contract's effective events of the batch: position order
+    contract = Window.partitionBy("contract_id")
+    eff0 = j.where(F.col("outcome").isNull())
+    one_log = (F.count("src").over(contract) == F.count(F.lit(1)).over(contract)) & (
+        F.min("src").over(contract) == F.max("src").over(contract))
+    eff0 = eff0.withColumn("__k", F.when(one_log, F.col("pos")))
+    w = contract.orderBy("__k", "op_ts_us", "file", "line")
     first = F.lag("op").over(w).isNull()  # op is never NULL on a valid event
     image_cols = ("project_id", "sign_us", "amount")
-    eff = j.where(F.col("outcome").isNull()).select(
+    eff = eff0.select(
         "*",
+        F.max("op_ts_us").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("seq_us"),
         F.when(first, F.coalesce(F.col("s_live"), F.lit(False)))
         .otherwise(F.lag("op").over(w).isin("+I", "+U")).alias("p_live"),
         *[F.when(first, F.col("s_" + c)).otherwise(F.lag(c).over(w)).alias("p_" + c)
@@ -106,7 +124,7 @@ def apply_events(events, state):
     no_rows = F.array().cast(
         "array<struct<rowkind:string,n:bigint,project_id:bigint,sign_us:bigint,amount:decimal(18,2)>>")
     eff = eff.select(
-        "contract_id", "op", "op_ts_us", "file", "line", *image_cols, "is_last",
+        "contract_id", "op", "op_ts_us", "seq_us", "file", "line", "src", "pos", *image_cols, "is_last",
         F.when(upsert & same, F.lit("noop")).when(upsert | p_live, F.lit("applied"))
         .otherwise(F.lit("noop")).alias("outcome"),
         F.when(upsert & p_live & ~same, F.array(row("-U", 0, "p_"), row("+U", 1, "")))
@@ -115,6 +133,6 @@ def apply_events(events, state):
         .otherwise(no_rows).alias("changes"),
     )
     rest = j.where(F.col("outcome").isNotNull()).select(
-        "contract_id", "op", "op_ts_us", "file", "line", *image_cols,
+        "contract_id", "op", "op_ts_us", F.col("op_ts_us").alias("seq_us"), "file", "line", "src", "pos", *image_cols,
         F.lit(False).alias("is_last"), "outcome", no_rows.alias("changes"))
     return eff.unionByName(rest)

@@ -388,7 +388,8 @@ def converted(landed):
     reason, op, contract_id, sign_time, op_ts)])}, a file per case list and per block."""
     from pyspark.sql import functions as F
 
-    from python_udfs.ingest.cdc_formats import SUB_BITS, cdc_options, to_native_events
+    from python_udfs.ingest.cdc_formats import SUB_BITS, cdc_options
+    from python_udfs.ingest.cdc_native import to_native_events
     from python_udfs.ingest.contract_lines import parse_contract_lines
     from python_udfs.ingest.wall_clock import ntz_from_micros
 

@@ -351,7 +351,7 @@ def maxwell_message(kind: str, data: dict, old: Optional[dict], ts_ms: int, tabl
     first column is the primary key."""
     key = next(iter(data))
     msg = {"database": "lakerank", "table": table, "type": kind, "ts": ts_ms // 1000,
-           "xid": xid, "position": f"master.000006:{800911 + i}", "server_id": 23042,
+           "xid": xid, "position": f"master.000006:{800911 + 1000 * xid + i}", "server_id": 23042,
            "thread_id": 108, "primary_key": [data[key]], "primary_key_columns": [key], "data": data}
     if old is not None:
         msg["old"] = old
