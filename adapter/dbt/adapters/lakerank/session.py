@@ -190,8 +190,9 @@ LOG4J2_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2
 
 
 def spark_log_path(home: str) -> str:
-    """Where the embedded driver's JVM logs: Spark's log4j output and the JVM's stderr."""
-    return os.path.join(home, "logs", "spark.log")
+    """Where the embedded driver's JVM logs: Spark's log4j output and the JVM's stderr
+    (``LAKERANK_SPARK_LOG``: `lakerank serve` keeps its server's in serve.log)."""
+    return os.environ.get("LAKERANK_SPARK_LOG") or os.path.join(home, "logs", "spark.log")
 
 
 class LakerankJvmError(DbtRuntimeError):
