@@ -137,6 +137,7 @@ def report_final(home: pathlib.Path) -> None:
     ).show(50, truncate=False)
     print(f"\nTables: schema `lakerank` in {home}/warehouse (Derby metastore {home}/metastore_db).")
     print("Landing folder:", home / "landing" / "contracts")
+    print("Spark's own log:", home / "logs" / "spark.log")
     print("Query them with the same profile, e.g. `dbt show --profiles-dir profiles --inline "
           "\"select * from {{ ref('fct_contract_rank') }}\"`")
 

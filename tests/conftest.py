@@ -14,7 +14,7 @@ import pytest
 # faster alone on the box (vectors probe 374 -> 334 s), but its compiler threads took a third
 # of the JVM's CPU (61 of 193 CPU-s on the 11-plan probe), which the CI's two workers do not
 # have to spare: two workers on a mixed subset, C1-only 404 s against C2 457 s
-# (docs/benchmarks.md, eleventh session).
+# (measured 2026-11-24, 7def0fa).
 # One shuffle partition per core for the tests' tiny data (the profile's default is 4):
 # Paimon vectors subset 172 -> 158 s side by side.
 os.environ.setdefault("LAKERANK_SHUFFLE_PARTITIONS", "2")
@@ -68,8 +68,8 @@ def pytest_sessionfinish(session, exitstatus):
 # --no-loadscope-reorder`. A file's tests share module fixtures and homes, so each file is one
 # group (one worker), except the files below, whose tests are independent and long: each test
 # is its own group, so the two workers share them. Groups are handed out in this order,
-# longest first (worker-seconds of the CI at 87e041c, the vectors and the cluster test as cut
-# since: docs/benchmarks.md, twenty-seventh session), so no worker is left with a long group
+# longest first (worker-seconds of the CI at 87e041c, 2026-11-27, the vectors and the cluster
+# test as cut since), so no worker is left with a long group
 # at the end.
 SPLIT_FILES = {"test_pipeline_exact.py", "test_connect_target.py"}
 # dbt's adapter suite (tests/adapter_suite) is one group: its classes share one home, and a

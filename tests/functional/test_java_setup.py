@@ -25,6 +25,13 @@ FAKE_JAVA_11 = """#!/bin/sh
 echo 'openjdk version "11.0.22" 2024-01-16' >&2
 echo 'OpenJDK Runtime Environment (build 11.0.22+7-post-Debian-1deb11u1)' >&2
 """
+# A Java 17 that passes the check and dies as a JVM does at boot (e.g. no memory for its heap).
+FAKE_JAVA_17_DIES = """#!/bin/sh
+for a in "$@"; do [ "$a" = "-version" ] && { echo 'openjdk version "17.0.15" 2025-04-15' >&2; exit 0; }; done
+echo 'Error occurred during initialization of VM' >&2
+echo 'Could not reserve enough space for object heap' >&2
+exit 1
+"""
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +45,18 @@ def refusals(tmp_path_factory, runner) -> dict:
     (fake / "bin").mkdir(parents=True)
     (fake / "bin" / "java").write_text(FAKE_JAVA_11)
     (fake / "bin" / "java").chmod(0o755)
-    envs = {"no_java": env_without_java(base / "path"),
-            "java_11": {**{k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}, "JAVA_HOME": str(fake)}}
+    dies = base / "jdk17_dies"
+    (dies / "bin").mkdir(parents=True)
+    (dies / "bin" / "java").write_text(FAKE_JAVA_17_DIES)
+    (dies / "bin" / "java").chmod(0o755)
+    plain = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    envs = {"no_java": env_without_java(base / "path"), "java_11": {**plain, "JAVA_HOME": str(fake)},
+            "java_17_dies": {**plain, "JAVA_HOME": str(dies)}}
     commands = {
         "demo": ("no_java", [sys.executable, str(ROOT / "scripts" / "demo.py")]),
         "jvm_archive": ("no_java", [sys.executable, "-m", "dbt.adapters.lakerank.jvm_archive"]),
         "dbt_run": ("java_11", [*DBT, "run", "--project-dir", str(ROOT)]),
+        "dbt_run_jvm_dies": ("java_17_dies", [*DBT, "run", "--project-dir", str(ROOT)]),
         "serve": ("java_11", [sys.executable, "-m", "dbt.adapters.lakerank.serve", "serve", "--background",
                               "--project-dir", str(ROOT)]),
     }
@@ -87,6 +100,19 @@ def test_dbt_run_refuses_java_11(refusals):
     assert "Runtime Error" in refusals["dbt_run"][1]
     assert "or unset JAVA_HOME to use the `java` on PATH" in refusals["dbt_run"][1]
     assert not os.path.exists(refusals["dbt_run"][3]["LAKERANK_HOME"])
+
+
+def test_dbt_run_shows_a_jvm_that_dies_at_start(refusals):
+    """The JVM's own output goes to the home's logs/spark.log (the terminal shows lakerank's
+    lines, not Spark's start-up warnings); a JVM that exits while starting is a real error:
+    its last lines are shown, with where the rest is, not PySpark's dead-gateway error."""
+    rc, out, _seconds, env = refusals["dbt_run_jvm_dies"]
+    log = os.path.join(env["LAKERANK_HOME"], "logs", "spark.log")
+    assert rc != 0, out
+    assert "JVM exited while starting" in out and f"(from {log})" in out, out
+    assert "Could not reserve enough space for object heap" in out, out
+    assert "JAVA_GATEWAY_EXITED" not in out and "Traceback" not in out, out
+    assert "Could not reserve enough space for object heap" in open(log).read()
 
 
 def test_serve_refuses_java_11(refusals):

@@ -15,8 +15,7 @@ Every table-level vector (and sub-case, and value of a parameterised option) tha
   the replay must check every assertion the plan maps, or the test fails. What these plans
   add over the Spark ones is merge arithmetic (more option variants of one vector, more
   commits of the same shape: cl-08a/b's ten), which is the kernel's; through Spark they were
-  143 of the 243 commits, at ~2.8 worker-seconds a commit (docs/benchmarks.md, twenty-seventh
-  session).
+  143 of the 243 commits, at ~2.8 worker-seconds a commit (the CI at 87e041c, 2026-11-27).
 
 A throwaway dbt project (session-scoped, lakerank
 installed as a local package) holds one model per plan, and all plans share one

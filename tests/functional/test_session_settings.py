@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -111,3 +113,22 @@ def test_a_thread_connecting_mid_invocation_keeps_a_models_settings(lakerank):
     assert get_invocation_id() != before
     use_home(str(lakerank.home), params)
     assert spark.conf.get(key) == "static"
+
+
+def test_sparks_start_up_lines_go_to_the_homes_log(tmp_path):
+    """A fresh process's session start: Spark's and the JVM's own lines (the incubator-module
+    warning the JVM prints before log4j is up, log4j's start-up warnings) land in the home's
+    logs/spark.log, not on the terminal, which shows dbt's output only."""
+    home = tmp_path / "home"
+    env = {**{k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"},
+           "LAKERANK_HOME": str(home), "DBT_PROFILES_DIR": str(ROOT / "profiles")}
+    cmd = [sys.executable, "-c", "import sys; from dbt.cli.main import cli; sys.exit(cli())",
+           "show", "--project-dir", str(ROOT), "--inline", "select 41 + 1 as answer"]
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+    assert proc.returncode == 0, proc.stdout
+    assert "42" in proc.stdout
+    for spark_line in ("WARNING: Using incubator modules", " WARN ", "log4j", "setLogLevel"):
+        assert spark_line not in proc.stdout, proc.stdout
+    log = (home / "logs" / "spark.log").read_text()
+    assert "WARNING: Using incubator modules" in log and " WARN " in log, log

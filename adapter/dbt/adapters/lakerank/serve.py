@@ -163,7 +163,7 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
     os.makedirs(os.path.dirname(log), exist_ok=True)
     # A long-lived JVM with the machine to itself: full JIT tiers unless told otherwise.
     flags = os.environ.get("LAKERANK_JVM_FLAGS", JVM_FLAGS.replace("-XX:TieredStopAtLevel=1 ", ""))
-    env = {**os.environ, "SPARK_LOCAL_IP": host, "LAKERANK_JVM_FLAGS": flags}
+    env = {**os.environ, "SPARK_LOCAL_IP": host, "LAKERANK_JVM_FLAGS": flags, "LAKERANK_SPARK_LOG": log}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     _discard(ready_path(home))
     with open(log, "ab") as out:

@@ -14,6 +14,8 @@ import shutil
 import threading
 from typing import Callable, Dict, Optional
 
+from dbt_common.exceptions import DbtRuntimeError
+
 from dbt.adapters.lakerank.home import acquire_build_lock, metastore_path, release_build_lock
 from dbt.adapters.lakerank.home_origin import check_home_origin
 from dbt.adapters.lakerank.java_check import check_java
@@ -165,10 +167,13 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         os.makedirs(os.path.join(home, "tmp"), exist_ok=True)
         os.environ.setdefault(
             "PYSPARK_SUBMIT_ARGS",
-            f'--driver-java-options "{JVM_FLAGS} {archive_flag()} -Dderby.system.home={home}" pyspark-shell',
+            f'--driver-java-options "{JVM_FLAGS} {archive_flag()} -Dderby.system.home={home} '
+            f'-Dlog4j2.configurationFile={LOG4J2_CONFIG} -Dlakerank.spark.log={spark_log_path(home)}" pyspark-shell',
         )
+        conf = {**params, **env_spark_conf(), **home_spark_conf(home)}
+        _launch_jvm(home, conf)
         builder = SparkSession.builder.enableHiveSupport()
-        for key, value in {**params, **env_spark_conf(), **home_spark_conf(home)}.items():
+        for key, value in conf.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         _APPLIED.pop("embedded", None)  # a new session has none of the runtime settings yet
@@ -178,6 +183,46 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
         spark.catalog.databaseExists("default")
         _THREAD_HOMES[threading.get_ident()] = home
     _ACTIVE_HOME = home
+
+
+# Spark's own log (log4j) goes to the home's logs/spark.log, not the terminal.
+LOG4J2_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+def spark_log_path(home: str) -> str:
+    """Where the embedded driver's JVM logs: Spark's log4j output and the JVM's stderr
+    (``LAKERANK_SPARK_LOG``: `lakerank serve` keeps its server's in serve.log)."""
+    return os.environ.get("LAKERANK_SPARK_LOG") or os.path.join(home, "logs", "spark.log")
+
+
+class LakerankJvmError(DbtRuntimeError):
+    """The embedded driver's JVM exited while starting."""
+
+
+def _launch_jvm(home: str, conf: Dict[str, str]) -> None:
+    """Start the process's JVM (PySpark's gateway) with its stderr appended to the home's
+    spark.log: what the JVM prints before log4j is up ("WARNING: Using incubator modules")
+    stays off the terminal. A JVM that exits while starting raises its last lines. Nothing
+    to do when the process has a JVM already (a later session runs in the same one)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    log = spark_log_path(home)
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    with open(log, "ab") as err:
+        start = err.tell()
+        try:  # the same conf the builder would give spark-submit (launch-time settings)
+            gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(conf.items()), popen_kwargs={"stderr": err})
+        except PySparkRuntimeError:
+            with open(log, "rb") as fh:
+                fh.seek(start)
+                tail = fh.read().decode("utf-8", "replace").strip().splitlines()[-20:]
+            raise LakerankJvmError("lakerank: the embedded Spark driver's JVM exited while starting; its last "
+                                   f"lines (from {log}):\n" + "\n".join(tail)) from None
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def use_home(home: str, params: Dict[str, str]) -> None:
@@ -270,7 +315,7 @@ _THREAD_HOMES: Dict[int, str] = {}
 
 
 def _reset_hive_client() -> None:
-    """Forget the JVM's cached Hive client so the next session opens its own metastore."""
+    """Forget the JVM's cached Hive client so a later SparkSession opens its own metastore."""
     from pyspark import SparkContext
 
     SparkContext._active_spark_context = None  # type: ignore[attr-defined]

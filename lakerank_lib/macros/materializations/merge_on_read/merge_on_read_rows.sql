@@ -12,7 +12,7 @@
     (a subquery over other relations is fine; a comparison with other rows of this table is
     not). Pushing costs extra joins of the predicate, which small changes do not repay: the
     view is filtered as is while the changes since the base hold less than `push_min_bytes`
-    (where the pipeline's rank rewrite lost and where it gained: docs/benchmarks.md), and
+    (where the pipeline's rank rewrite lost and where it gained: docs/decisions/0002-batch-cost.md), and
     for a relation that is not a merge-on-read view (no recorded base). -#}
 {% macro merge_on_read_rows(relation, predicate, columns=none, push_min_bytes=33554432) -%}
   {%- set state = adapter.lakerank_merge_on_read_state(relation, push_min_bytes) -%}

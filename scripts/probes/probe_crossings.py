@@ -3,8 +3,8 @@
 makes: the pipeline on a temporary home, a first build and then an incremental one, one
 thread, in this process (dbtRunner).
 
-    python3 scripts/probe_crossings.py                # the pipeline, two builds
-    python3 scripts/probe_crossings.py --examples     # with the library examples (pk_tables)
+    python3 scripts/probes/probe_crossings.py                # the pipeline, two builds
+    python3 scripts/probes/probe_crossings.py --examples     # with the library examples (pk_tables)
 
 Prints, for the incremental build, each model's crossings by method. docs/design.md
 ("One commit surface") has the budget.
@@ -19,7 +19,7 @@ import pathlib
 import sys
 import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT), str(ROOT / "adapter")]
 
 

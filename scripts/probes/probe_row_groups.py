@@ -14,9 +14,9 @@ range condition); the same through a literal IN list first; and the rows of 150 
 projects (the old changes of a batch) as a literal IN list, with Parquet's IN push-down at
 its default threshold and raised to 1,000.
 
-    python3 scripts/probe_row_groups.py --rows 1e7 --work /tmp/probe   # ~2 minutes
+    python3 scripts/probes/probe_row_groups.py --rows 1e7 --work /tmp/probe   # ~2 minutes
 
-Figures: docs/benchmarks.md, "thirtieth session".
+Figures: docs/decisions/0002-batch-cost.md, "What a base read costs".
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Delta needs pyspark 4.1 (the connector targets Spark 4.1; on 4.3 it fails with
 NoSuchMethodError) and the connector from Maven through `spark.jars.packages`:
 
     python -m venv /tmp/v41 && /tmp/v41/bin/pip install "pyspark==4.1.4" pandas pyarrow
-    /tmp/v41/bin/python scripts/bench_store.py --rows 1e6 --stores parquet_mor delta_dv delta_cow
+    /tmp/v41/bin/python scripts/probes/bench_store.py --rows 1e6 --stores parquet_mor delta_dv delta_cow
 
 Prints a markdown table and writes JSON to --out.
 """

@@ -10,7 +10,7 @@ adapter's JVM flags), the stages alternating round by round so the box's drift h
 - ``try_parse_json``: + the VARIANT parse of every line;
 - ``parse_contract_lines``: the ingest's whole parse and validation (``contract_lines.parse_contract_lines``).
 
-    python3 scripts/bench_parse.py /work/b30/home_1000000/landing/contracts --rounds 3
+    python3 scripts/probes/bench_parse.py /work/b30/home_1000000/landing/contracts --rounds 3
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Shift probe: what a batch's commits of the fact and the zipper write, and what reading the
-fact would cost if `base_max_rn` were resolved at read time (docs/benchmarks.md, twenty-fifth
-session; decision 0002, lever 4).
+fact would cost if `base_max_rn` were resolved at read time (figures: docs/decisions/0002-batch-cost.md,
+"Writing what changed, not what shifted").
 
 On a home that `scripts/bench.py --keep` left (one SparkSession on it, nothing else running):
 
@@ -16,7 +16,7 @@ On a home that `scripts/bench.py --keep` left (one SparkSession on it, nothing e
    per-(project, segment) base: all rows and the largest project. The join is first checked
    equal to the view (`except all` both ways). Its two tables are dropped at the end.
 
-    python3 scripts/probe_shift.py <LAKERANK_HOME of a kept bench home>
+    python3 scripts/probes/probe_shift.py <LAKERANK_HOME of a kept bench home>
 """
 
 from __future__ import annotations

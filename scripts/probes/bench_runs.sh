@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Per-build wall time of the pipeline in a given checkout (docs/benchmarks.md, "The CI budget
-# (twentieth session)"): the demo's four contract batches landed one at a time, a pipeline-only
+# Per-build wall time of the pipeline in a given checkout, to tell a slower box from slower code:
+# the demo's four contract batches landed one at a time, a pipeline-only
 # `dbt run` after each, then two runs with nothing to do (`--exclude tag:example` keeps the
 # examples out whatever the checkout's default). Compare two commits back to back:
-#   git worktree add /tmp/old <rev> && bash scripts/bench_runs.sh /tmp/old && bash scripts/bench_runs.sh .
+#   git worktree add /tmp/old <rev> && bash scripts/probes/bench_runs.sh /tmp/old && bash scripts/probes/bench_runs.sh .
 set -euo pipefail
 tree=$(cd "${1:-.}" && pwd)
 export PYTHONPATH="$tree/adapter:$tree" LAKERANK_HOME="/tmp/lakerank_bench_runs_$(basename "$tree")"

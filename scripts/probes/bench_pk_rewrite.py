@@ -4,7 +4,7 @@ Builds a throwaway dbt project that installs lakerank as a package, loads ROWS k
 pk_table with `bucket` = BUCKETS (commit 1), then commits KEYS updated keys (commit 2) and
 prints, from `lakerank_lib.snapshots`, the bytes each commit wrote next to the table's size.
 
-    python3 scripts/bench_pk_rewrite.py [--rows 1000000] [--buckets 64] [--keys 10]
+    python3 scripts/probes/bench_pk_rewrite.py [--rows 1000000] [--buckets 64] [--keys 10]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import textwrap
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 MODEL = """\
 {{ config(materialized='pk_table', primary_key=['k'],
