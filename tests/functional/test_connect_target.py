@@ -118,7 +118,8 @@ def test_pipeline_through_lakerank_serve_is_exact_and_readers_see_one_published_
         expected[summary[0]] = summary
         if reader is None:  # a second client reads while the next builds run (and crash)
             reader = subprocess.Popen([sys.executable, "-c", CONSISTENT_READER, served_home["url"], str(stop)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      env={**os.environ, serve.TOKEN_ENV: served_home["token"]})
     stop.touch()
     out, err = reader.communicate(timeout=120)
     assert reader.returncode == 0, err[-3000:]

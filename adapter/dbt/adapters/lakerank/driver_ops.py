@@ -4,10 +4,14 @@ driver-side methods (the storage and commit mixins), the same code the embedded 
 on the server's session *of the calling Connect client* (looked up by the client's user and
 session id), so the temporary views a model's SQL created over Connect are the ones the
 call sees. The client's end is :mod:`remote`.
+
+Every call carries the server's token (``Authorization: Bearer``, as Spark Connect's own
+calls do); a call without it, or with another, is refused before anything runs.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 import traceback
@@ -36,8 +40,14 @@ def client_session(spark, user_id: str, session_id: str):
     return SparkSession(spark.sparkContext, jsparkSession=jsession)
 
 
-def serve_driver_ops(spark, home: str, host: str, port: int) -> ThreadingHTTPServer:
-    """Start the driver endpoint on ``host:port`` (a daemon thread) and return its server."""
+REFUSED = ("lakerank serve: the driver endpoint refused the call: it takes only clients with the server's "
+           "token (in its LAKERANK_HOME's serve.json, which only the server's owner can read)")
+
+
+def serve_driver_ops(spark, home: str, host: str, port: int, token: str) -> ThreadingHTTPServer:
+    """Start the driver endpoint on ``host:port`` (a daemon thread) and return its server;
+    it answers only calls that carry ``token``."""
+    expected = f"Bearer {token}".encode()
     class DriverOps(StorageMixin, CommitMixin, PkTableMixin):
         """The adapter's driver-side methods on one client's session."""
 
@@ -61,7 +71,11 @@ def serve_driver_ops(spark, home: str, host: str, port: int) -> ThreadingHTTPSer
             pass
 
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if not hmac.compare_digest(self.headers.get("Authorization", "").encode(), expected):
+                self.reply(401, {"error": REFUSED})
+                return
+            request = json.loads(body)
             try:
                 session = client_session(spark, request["user_id"], request["session_id"])
                 method = request["method"]
@@ -76,8 +90,11 @@ def serve_driver_ops(spark, home: str, host: str, port: int) -> ThreadingHTTPSer
             except Exception as exc:  # the client raises it as a dbt error
                 detail = str(exc) if isinstance(exc, DbtRuntimeError) else f"{type(exc).__name__}: {exc}"
                 reply = {"error": detail, "trace": traceback.format_exc(limit=5)}
+            self.reply(200, reply)
+
+        def reply(self, status: int, reply: dict) -> None:
             body = json.dumps(reply).encode()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -108,6 +108,26 @@ def ready_path(home: str) -> str:
     return os.path.join(home, "serve.ready.json")
 
 
+def write_state(home: str, state: Dict) -> None:
+    """Record the home's server in its state file, readable by its owner only: it holds the
+    server's token. The file is created with mode 0600 under a temporary name and renamed
+    into place, so it is never readable by others, not even while it is written, and a
+    reader never sees half of it."""
+    path = state_path(home)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(state, fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
 def read_state(home: str) -> Optional[Dict]:
     """The running server of ``home`` (None when there is none; a stale file is ignored)."""
     try:

@@ -12,15 +12,22 @@ the ones the driver-side call sees.
 :func:`driver_side` wraps each driver-side adapter method; on the connect target the call
 goes to :class:`RemoteDriver` instead of running here. The server's end is
 :mod:`driver_ops`.
+
+Both endpoints take only clients with the server's token: the one `lakerank serve` keeps in
+the home's serve.json (its owner only), or, for an endpoint named in
+``LAKERANK_CONNECT_URL``, the connection string's ``token=`` or
+``SPARK_CONNECT_AUTHENTICATE_TOKEN``. Messages name an endpoint without its parameters.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import json
 import os
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict
 
@@ -56,19 +63,46 @@ def decode(value: Any) -> Any:
     return value
 
 
-class RemoteDriver:
-    """Client of a `lakerank serve` driver endpoint, bound to one Connect session."""
+def shown(url: str) -> str:
+    """``url`` for a message: without its connection-string parameters (``;token=...``)."""
+    return url.split(";", 1)[0].rstrip("/")
 
-    def __init__(self, url: str, user_id: str, session_id: str) -> None:
-        self.url, self.user_id, self.session_id = url.rstrip("/"), user_id, session_id
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class RemoteDriver:
+    """Client of a `lakerank serve` driver endpoint, bound to one Connect session; every call
+    carries the server's token."""
+
+    def __init__(self, url: str, user_id: str, session_id: str, token: str = "") -> None:
+        self.url, self.user_id, self.session_id, self.token = url.rstrip("/"), user_id, session_id, token
 
     def call(self, method: str, args=(), kwargs=None) -> Any:
+        parsed = urllib.parse.urlparse(self.url)
+        if parsed.scheme != "https" and not loopback(parsed.hostname or ""):
+            # as Spark Connect's clients do: a token goes in clear to this machine only
+            raise DbtRuntimeError(f"lakerank: the serve driver at {self.url} is not on this machine and not https; "
+                                  "its token is not sent in clear. Reach it through an SSH tunnel "
+                                  "(LAKERANK_DRIVER_URL=http://127.0.0.1:<port>) or a TLS proxy (https://).")
         body = json.dumps({"method": method, "args": encode(list(args)), "kwargs": encode(kwargs or {}),
                            "user_id": self.user_id, "session_id": self.session_id}).encode()
-        request = urllib.request.Request(self.url + "/call", data=body, headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(self.url + "/call", data=body, headers={
+            "Content-Type": "application/json", "Authorization": f"Bearer {self.token}"})
         try:
             with urllib.request.urlopen(request, timeout=24 * 3600) as response:
                 reply = json.loads(response.read())
+        except urllib.error.HTTPError as exc:  # refused: the server says why
+            try:
+                reply = json.loads(exc.read())
+            except ValueError:
+                reply = {"error": f"lakerank: the serve driver at {self.url} answered HTTP {exc.code}"}
         except urllib.error.URLError as exc:
             raise DbtRuntimeError(f"lakerank: the serve driver at {self.url} does not answer ({exc.reason}); "
                                   "is `lakerank serve` running for this LAKERANK_HOME?") from None
@@ -81,18 +115,27 @@ class RemoteDriver:
 
 
 def connect_endpoint(home: str) -> Dict[str, str]:
-    """``{"url", "driver"}`` of the connect target: ``LAKERANK_CONNECT_URL`` (with
-    ``LAKERANK_DRIVER_URL``, the serve driver endpoint beside it, if any), else the server
-    `lakerank serve` recorded for ``home``."""
+    """``{"url", "driver", "token"}`` of the connect target: ``LAKERANK_CONNECT_URL`` (with
+    ``LAKERANK_DRIVER_URL``, the serve driver endpoint beside it, if any; the token of its
+    ``token=`` or ``SPARK_CONNECT_AUTHENTICATE_TOKEN``), else the server `lakerank serve`
+    recorded for ``home``."""
     url = os.environ.get("LAKERANK_CONNECT_URL", "")
     if url:
-        return {"url": url, "driver": os.environ.get("LAKERANK_DRIVER_URL", "")}
-    state = read_state(home)
+        from pyspark.sql.connect.client import DefaultChannelBuilder
+
+        return {"url": url, "driver": os.environ.get("LAKERANK_DRIVER_URL", ""),
+                "token": DefaultChannelBuilder(url).token or ""}
+    try:
+        state = read_state(home)
+    except PermissionError:
+        raise DbtRuntimeError(
+            f"target connect: the server of LAKERANK_HOME={home} belongs to another user: its serve.json, "
+            "which holds the server's token, is readable by its owner only. Build as that user.") from None
     if state is None:
         raise DbtRuntimeError(
             f"target connect: no Spark Connect server for LAKERANK_HOME={home}. Start one with "
             "`lakerank serve --background` (same LAKERANK_HOME) or set LAKERANK_CONNECT_URL to a cluster's.")
-    return {"url": state["url"], "driver": state.get("driver", "")}
+    return {"url": state["url"], "driver": state.get("driver", ""), "token": state.get("token", "")}
 
 
 _CONNECT: Dict[str, Any] = {}
@@ -105,10 +148,14 @@ def connect_session(home: str):
     key = home + "|" + os.environ.get("LAKERANK_CONNECT_URL", "")
     with _CONNECT_LOCK:
         if key not in _CONNECT:
+            from pyspark.sql.connect.client import ChannelBuilder, DefaultChannelBuilder
             from pyspark.sql.connect.session import SparkSession as ConnectSession
 
             endpoint = connect_endpoint(home)
-            _CONNECT[key] = (ConnectSession.builder.remote(endpoint["url"]).create(), endpoint)
+            channel = DefaultChannelBuilder(endpoint["url"])
+            if endpoint["token"]:
+                channel.set(ChannelBuilder.PARAM_TOKEN, endpoint["token"])
+            _CONNECT[key] = (ConnectSession.builder.channelBuilder(channel).create(), endpoint)
         return _CONNECT[key]
 
 
@@ -160,11 +207,11 @@ def target_driver(creds):
     spark, endpoint = connect_session(home)
     if not endpoint["driver"]:
         raise DbtRuntimeError(
-            f"target connect: the Spark Connect endpoint {endpoint['url']} has no lakerank driver beside it "
+            f"target connect: the Spark Connect endpoint {shown(endpoint['url'])} has no lakerank driver beside it "
             "(LAKERANK_DRIVER_URL). SQL table and view models run over plain Spark Connect; lakerank's "
             "incremental materializations and Python models need `lakerank serve` on the driver host "
             "(docs/design.md, 'Targets').")
-    return RemoteDriver(endpoint["driver"], spark.client._user_id or "", spark.session_id)
+    return RemoteDriver(endpoint["driver"], spark.client._user_id or "", spark.session_id, endpoint["token"])
 
 
 def driver_side(fn: Callable) -> Callable:

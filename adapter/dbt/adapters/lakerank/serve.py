@@ -9,6 +9,12 @@ models for `--target connect` clients. It listens on 127.0.0.1 by default, recor
 build lock for its whole life, so an embedded `dbt build` on the same home refuses at once
 with a clear message instead of failing inside Derby.
 
+Both of its endpoints take only clients that present its token: a new one for every start
+(``secrets.token_urlsafe``), handed to the server process in its environment (never on a
+command line), kept in serve.json (mode 0600: its owner only) and read from there by the
+connect target. Spark Connect checks it itself (Spark's pre-shared bearer token); the
+driver endpoint checks the same token on every call.
+
     lakerank serve [--home H] [--port P] [--host 127.0.0.1] [--target local] [--background]
     lakerank serve --stop [--home H]
 """
@@ -16,8 +22,10 @@ with a clear message instead of failing inside Derby.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -37,14 +45,20 @@ from dbt.adapters.lakerank.home import (
     ready_path,
     resolve_home,
     state_path,
+    write_state,
 )
 from dbt.adapters.lakerank.java_check import LakerankJavaError, check_java
-from dbt.adapters.lakerank.session import JVM_FLAGS, current_thread_session, start_embedded_session
+from dbt.adapters.lakerank.session import JVM_FLAGS, current_thread_session, env_spark_conf, start_embedded_session
 from python_udfs.jvm import jvm_class
 
 SERVICE_CLASS = "org.apache.spark.sql.connect.service.SparkConnectService"
 DEFAULT_PORT = 15002
 READY_TIMEOUT_S = 180
+# Spark Connect's pre-shared token: the server reads the environment variable when the
+# setting is absent; Connect clients read it from their connection string's ``token=`` or
+# from the same variable.
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+TOKEN_CONF = "spark.connect.authenticate.token"
 
 
 class ServeError(RuntimeError):
@@ -81,10 +95,27 @@ def server_command(home: str, host: str, port: int, conf: Dict[str, str]) -> Lis
             "--port", str(port), "--conf", json.dumps(settings)]
 
 
+def local_host(host: str) -> str:
+    """The name a client on this machine gives the server bound to ``host``: ``localhost``
+    for a loopback or wildcard bind (Spark Connect clients send a token without TLS to
+    ``localhost`` only), else ``host`` itself."""
+    if host == "localhost":
+        return host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    return "localhost" if address.is_loopback or address.is_unspecified else host
+
+
 def run_driver(home: str, host: str, port: int, conf: Dict[str, str]) -> None:
     """The server's life: the home's embedded session (build lock, warehouse, metastore), Spark
     Connect started on its SparkContext, and the lakerank driver endpoint beside it
-    (driver_ops.py); until SIGTERM."""
+    (driver_ops.py); until SIGTERM. Both take only clients with the token in ``TOKEN_ENV``
+    (Spark Connect reads it there itself)."""
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token:
+        raise ServeError(f"lakerank serve: the server process needs its token in {TOKEN_ENV}")
     acquire_build_lock(home, f"lakerank serve on port {port}, pid {os.getpid()}")
     start_embedded_session(home, conf)
     spark = current_thread_session()
@@ -92,7 +123,7 @@ def run_driver(home: str, host: str, port: int, conf: Dict[str, str]) -> None:
     # The ports actually bound: Spark moves to a later port when the asked one is taken (0
     # asks the system for a free one), and the driver endpoint takes any free port.
     port = getattr(jvm_class(spark, SERVICE_CLASS + "$"), "MODULE$").localPort()
-    ops = serve_driver_ops(spark, home, host, 0)
+    ops = serve_driver_ops(spark, home, host, 0, token)
     driver_port = ops.server_address[1]
     ready = ready_path(home)
     with open(ready + ".tmp", "w", encoding="utf-8") as fh:
@@ -159,11 +190,17 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
     except LakerankBusyError as exc:
         raise ServeError(str(exc)) from None
     conf = profile_spark_conf(project_dir, target)
+    if TOKEN_CONF in conf or TOKEN_CONF in env_spark_conf():
+        raise ServeError(f"lakerank serve: {TOKEN_CONF} is set (target {target!r} or LAKERANK_SPARK_CONF); "
+                         "the server makes its own token at every start and keeps it in serve.json. "
+                         "Remove the setting.")
+    token = secrets.token_urlsafe(32)
     log = os.path.join(home, "logs", "serve.log")
     os.makedirs(os.path.dirname(log), exist_ok=True)
     # A long-lived JVM with the machine to itself: full JIT tiers unless told otherwise.
     flags = os.environ.get("LAKERANK_JVM_FLAGS", JVM_FLAGS.replace("-XX:TieredStopAtLevel=1 ", ""))
-    env = {**os.environ, "SPARK_LOCAL_IP": host, "LAKERANK_JVM_FLAGS": flags, "LAKERANK_SPARK_LOG": log}
+    env = {**os.environ, "SPARK_LOCAL_IP": host, "LAKERANK_JVM_FLAGS": flags, "LAKERANK_SPARK_LOG": log,
+           TOKEN_ENV: token}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     _discard(ready_path(home))
     with open(log, "ab") as out:
@@ -172,10 +209,12 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
                                 env=env, cwd=project_dir)
     ready = _wait_ready(proc, home, host, log)
     port, driver_port = ready["port"], ready["driver_port"]
-    state = {"url": f"sc://{host}:{port}", "driver": f"http://{host}:{driver_port}", "host": host, "port": port,
-             "pid": proc.pid, "home": home, "log": log, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-    with open(state_path(home), "w", encoding="utf-8") as fh:
-        json.dump(state, fh)
+    client_host = local_host(host)
+    state = {"url": f"sc://{client_host}:{port}",
+             "driver": f"http://{'127.0.0.1' if client_host == 'localhost' else host}:{driver_port}",
+             "host": host, "port": port, "pid": proc.pid, "home": home, "log": log,
+             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "token": token}
+    write_state(home, state)
     print(f"lakerank serve: Spark Connect at {state['url']} for LAKERANK_HOME={home} (pid {proc.pid}, log {log})",
           flush=True)
     if not background:
