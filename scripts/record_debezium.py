@@ -55,11 +55,9 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tools" / "debezium-runner"
-SERVICE = ROOT / "scripts" / "services" / "postgres.sh"
+SERVICES = ROOT / "scripts" / "services"
 DEBEZIUM_VERSION = "3.6.1.Final"
-PREFIX = "pg"
 DATABASE = "sales"
-TABLES = ("contracts", "contracts_p")
 START = dt.datetime(2026, 3, 2, 9, 0, 0)
 SEED = 50
 
@@ -79,14 +77,40 @@ def build_runner() -> str:
     return f"{jar}:{RUNNER / 'target' / 'lib'}/*"
 
 
+def _start_service(script: str, env=None) -> dict:
+    out = subprocess.run(["bash", str(SERVICES / script), "start"], check=True, capture_output=True, text=True,
+                         env={**os.environ, **(env or {})}).stdout
+    return dict(line.split("=", 1) for line in out.split())
+
+
+RANKS = """dense_rank() over w as dense_rank, rank() over w as rank,
+           row_number() over (partition by project_id order by sign_time, contract_id) as row_number"""
+
+
 class Postgres:
+    """PostgreSQL 15 (scripts/services/postgres.sh) and Debezium's Postgres connector."""
+
+    name = "postgresql"
+    title = "PostgreSQL"
+    option = ""
+    connector = ("io.debezium.connector.postgresql.PostgresConnector (pgoutput, default replica identity, "
+                 "decimal.handling.mode=precise, JSON converter with schemas)")
+    described_tables = {"contracts": "amount numeric (io.debezium.data.VariableScaleDecimal)",
+                        "contracts_p": "amount numeric(12,2) (org.apache.kafka.connect.data.Decimal)",
+                        "markers": "build-point markers"}
+    prefix = "pg"
+    out = ROOT / "tests" / "fixtures" / "debezium_pg"
+    # contracts: numeric (VariableScaleDecimal); contracts_p: numeric(12,2) (Decimal)
+    tables = ("contracts", "contracts_p")
+    cid_off = project_off = 0
+    snapshot = True
+
     def __init__(self):
-        out = subprocess.run(["bash", str(SERVICE), "start"], check=True, capture_output=True, text=True).stdout
-        self.env = dict(line.split("=", 1) for line in out.split())
+        self.env = _start_service("postgres.sh")
         self.port = int(self.env["PGPORT"])
         log(f"PostgreSQL on 127.0.0.1:{self.port} ({self.env['LAKERANK_PG_DIR']})")
 
-    def psql(self, sql: str, db: str = DATABASE) -> str:
+    def sql(self, sql: str, db: str = DATABASE) -> str:
         env = {**os.environ, **{k: v for k, v in self.env.items() if k.startswith("PG")}, "PGDATABASE": db}
         res = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"], input=sql, env=env,
                              capture_output=True, text=True)
@@ -94,21 +118,163 @@ class Postgres:
             raise RuntimeError(f"psql failed: {res.stderr}\n{sql}")
         return res.stdout.strip()
 
+    def setup(self):
+        self.sql(f"create database {DATABASE};", db="postgres")
+        self.sql("""
+            create table contracts (contract_id bigint primary key, project_id bigint, sign_time timestamp,
+                                    amount numeric);
+            create table contracts_p (contract_id bigint primary key, project_id bigint, sign_time timestamp,
+                                      amount numeric(12,2));
+            create table markers (id bigint primary key, at timestamptz);""")
+
+    def version(self) -> str:
+        return self.sql("show server_version;")
+
+    def props(self, work: pathlib.Path) -> list[str]:
+        return [
+            "connector.class=io.debezium.connector.postgresql.PostgresConnector",
+            f"offset.storage.file.filename={work / 'offsets.dat'}",
+            "database.hostname=127.0.0.1",
+            f"database.port={self.port}",
+            f"database.user={self.env['PGUSER']}",
+            "database.password=unused",
+            f"database.dbname={DATABASE}",
+            "topic.prefix=pg",
+            "plugin.name=pgoutput",
+            "slot.name=lakerank_recording",
+            "table.include.list=public.contracts,public.contracts_p,public.markers",
+        ]
+
+    def rows(self, table: str) -> list[dict]:
+        return json.loads(self.sql(f"""
+            select coalesce(json_agg(r order by contract_id), '[]') from (
+              select contract_id, project_id, to_char(sign_time, 'YYYY-MM-DD HH24:MI:SS') as sign_time,
+                     amount::text as amount, {RANKS}
+              from {table} window w as (partition by project_id order by sign_time)) r;"""))
+
+    def after_halt(self):
+        for _ in range(300):  # the slot is free once the walsender of the halted engine has exited
+            if self.sql("select count(*) from pg_replication_slots where active;") == "0":
+                return
+            time.sleep(0.1)
+
     def stop(self):
-        subprocess.run(["bash", str(SERVICE), "stop", self.env["LAKERANK_PG_DIR"]], check=True)
+        subprocess.run(["bash", str(SERVICES / "postgres.sh"), "stop", self.env["LAKERANK_PG_DIR"]], check=True)
+
+
+class MariaDB:
+    """Debian's MariaDB 10.11 (scripts/services/mariadb.sh) and Debezium's MySQL connector.
+
+    Debezium 3.6.1's MySQL connector does not stream from MariaDB as it is (its MariaDB
+    connector, io.debezium:debezium-connector-mariadb, is not served), so:
+    - the server reports version 5.7.44 (MariaDB's `version` option): as 10.11 the connector
+      takes it for MySQL >= 8.2 and runs `SHOW BINARY LOG STATUS`, which MariaDB lacks;
+    - MariaDB's JDBC driver (`database.jdbc.driver`, `database.protocol`): MySQL's Connector/J
+      sets `transaction_isolation`, which MariaDB 10.11 lacks;
+    - `snapshot.mode=no_data`: the snapshot fails with MariaDB's driver (its result-set
+      streaming fetch size, then `DATETIME cannot be decoded as Blob`), so every row is
+      streamed from the binlog;
+    - binlog_row_image=FULL: the connector refuses any other (MINIMAL) at start.
+    Contract ids are shifted by 100,000 and projects by 100, so that its stream and the
+    PostgreSQL one can share a home.
+    """
+
+    name = "mariadb"
+    title = "MariaDB"
+    option = " --database mariadb"
+    connector = ("io.debezium.connector.mysql.MySqlConnector (binlog_format=ROW, binlog_row_image=FULL, "
+                 "decimal.handling.mode=precise, JSON converter with schemas; MariaDB's JDBC driver, the server "
+                 "reporting version 5.7.44, snapshot.mode=no_data: scripts/record_debezium.py, class MariaDB)")
+    described_tables = {"contracts": "amount decimal(16,4) (org.apache.kafka.connect.data.Decimal)",
+                        "markers": "build-point markers"}
+    prefix = "my"
+    out = ROOT / "tests" / "fixtures" / "debezium_mysql"
+    tables = ("contracts",)  # amount decimal(16,4): Decimal, scale 4
+    cid_off, project_off = 100_000, 100
+    snapshot = False
+
+    def __init__(self):
+        self.env = _start_service("mariadb.sh", {"LAKERANK_MARIADB_VERSION": "5.7.44-log",
+                                                 "LAKERANK_MARIADB_ROW_IMAGE": "FULL"})
+        self.port = int(self.env["MYSQL_TCP_PORT"])
+        log(f"MariaDB on 127.0.0.1:{self.port} ({self.env['LAKERANK_MARIADB_DIR']})")
+
+    def sql(self, sql: str, db: str = DATABASE) -> str:
+        cmd = ["mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-P", str(self.port), "-u", self.env["MYSQL_USER"],
+               "-N", "-B"] + ([db] if db else [])
+        res = subprocess.run(cmd, input=sql, env={**os.environ, "MYSQL_PWD": self.env["MYSQL_PWD"]},
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"mariadb failed: {res.stderr}\n{sql}")
+        return res.stdout.strip()
+
+    def setup(self):
+        self.sql(f"create database {DATABASE};", db="")
+        self.sql("""
+            create table contracts (contract_id bigint primary key, project_id bigint, sign_time datetime,
+                                    amount decimal(16,4));
+            create table markers (id bigint primary key, at datetime(3));""")
+
+    def version(self) -> str:
+        real = subprocess.run(["mariadbd", "--version"], capture_output=True, text=True).stdout.strip()
+        return f"{real} (reporting version {self.sql('select version();')})"
+
+    def props(self, work: pathlib.Path) -> list[str]:
+        return [
+            "connector.class=io.debezium.connector.mysql.MySqlConnector",
+            f"offset.storage.file.filename={work / 'offsets.dat'}",
+            "database.hostname=127.0.0.1",
+            f"database.port={self.port}",
+            f"database.user={self.env['MYSQL_USER']}",
+            f"database.password={self.env['MYSQL_PWD']}",
+            "database.server.id=5401",
+            "database.jdbc.driver=org.mariadb.jdbc.Driver",
+            "database.protocol=jdbc:mariadb",
+            "database.ssl.mode=disabled",
+            "snapshot.mode=no_data",
+            "topic.prefix=my",
+            f"database.include.list={DATABASE}",
+            f"table.include.list={DATABASE}.contracts,{DATABASE}.markers",
+            "schema.history.internal=io.debezium.storage.file.history.FileSchemaHistory",
+            f"schema.history.internal.file.filename={work / 'schema_history.dat'}",
+        ]
+
+    def rows(self, table: str) -> list[dict]:
+        out = self.sql(f"""
+            select contract_id, project_id, date_format(sign_time, '%Y-%m-%d %H:%i:%s'), amount,
+                   dense_rank() over w, rank() over w,
+                   row_number() over (partition by project_id order by sign_time, contract_id)
+            from {table} window w as (partition by project_id order by sign_time) order by contract_id;""")
+        rows = []
+        for line in filter(None, out.split("\n")):
+            c = line.split("\t")
+            rows.append({"contract_id": int(c[0]), "project_id": int(c[1]), "sign_time": c[2],
+                         "amount": None if c[3] == "NULL" else c[3], "dense_rank": int(c[4]), "rank": int(c[5]),
+                         "row_number": int(c[6])})
+        return rows
+
+    def after_halt(self):
+        pass
+
+    def stop(self):
+        subprocess.run(["bash", str(SERVICES / "mariadb.sh"), "stop", self.env["LAKERANK_MARIADB_DIR"]], check=True)
+
+
+DATABASES = {"postgresql": Postgres, "mariadb": MariaDB}
 
 
 class Runner:
     """The Debezium runner process: commands on its stdin, answers read from its stdout."""
 
-    def __init__(self, classpath: str, props: pathlib.Path, out: pathlib.Path, first_file: int, logfile):
+    def __init__(self, classpath: str, props: pathlib.Path, out: pathlib.Path, first_file: int, logfile, prefix: str):
         self.out = out
+        self.prefix = prefix
         self.proc = subprocess.Popen(
-            ["java", "-cp", classpath, "lakerank.tools.DebeziumRunner", str(props), str(out), str(first_file), PREFIX],
+            ["java", "-cp", classpath, "lakerank.tools.DebeziumRunner", str(props), str(out), str(first_file), prefix],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logfile, text=True, bufsize=1)
         self.answers: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
-        self.current = f"{PREFIX}-{first_file:04d}.jsonl"
+        self.current = f"{prefix}-{first_file:04d}.jsonl"
         self.expect("started")
 
     def _read(self):
@@ -155,9 +321,12 @@ class Runner:
                 self.proc.wait()
 
 
+def _number(name: str) -> int:
+    return int(name.rsplit("-", 1)[1].split(".")[0])
+
+
 def _next_name(name: str) -> str:
-    n = int(name.rsplit("-", 1)[1].split(".")[0])
-    return f"{PREFIX}-{n + 1:04d}.jsonl"
+    return f"{name.rsplit('-', 1)[0]}-{_number(name) + 1:04d}.jsonl"
 
 
 def _payload(line: str):
@@ -181,8 +350,8 @@ class Workload:
     """Statements applied to both tables, one transaction at a time; keeps the live set to
     draw random valid changes from."""
 
-    def __init__(self, pg: Postgres, rng: random.Random):
-        self.pg = pg
+    def __init__(self, db, rng: random.Random):
+        self.db = db
         self.rng = rng
         self.live: dict[int, tuple[int, str]] = {}  # contract_id -> (project_id, sign_time)
         self.deleted: set[int] = set()
@@ -191,11 +360,19 @@ class Workload:
         self.txn: list[str] = []
 
     def _both(self, template: str):
-        for t in TABLES:
+        for t in self.db.tables:
             self.txn.append(template.format(t=t))
 
+    def c(self, cid: int) -> int:
+        """A contract id as the database holds it."""
+        return cid + self.db.cid_off
+
+    def p(self, project: int) -> int:
+        return project + self.db.project_off
+
     def insert(self, cid, project, sign_time, amount):
-        self._both(f"insert into {{t}} values ({cid}, {project}, '{sign_time}', {amount_sql(amount)});")
+        self._both(f"insert into {{t}} values ({self.c(cid)}, {self.p(project)}, '{sign_time}', "
+                   f"{amount_sql(amount)});")
         self.live[cid] = (project, sign_time)
         self.deleted.discard(cid)
 
@@ -203,28 +380,28 @@ class Workload:
         sets = []
         p, s = self.live[cid]
         if project is not None:
-            sets.append(f"project_id = {project}")
+            sets.append(f"project_id = {self.p(project)}")
             p = project
         if sign_time is not None:
             sets.append(f"sign_time = '{sign_time}'")
             s = sign_time
         if amount != "keep":
             sets.append(f"amount = {amount_sql(amount)}")
-        self._both(f"update {{t}} set {', '.join(sets)} where contract_id = {cid};")
+        self._both(f"update {{t}} set {', '.join(sets)} where contract_id = {self.c(cid)};")
         self.live[cid] = (p, s)
 
     def rekey(self, cid, new_cid):
-        self._both(f"update {{t}} set contract_id = {new_cid} where contract_id = {cid};")
+        self._both(f"update {{t}} set contract_id = {self.c(new_cid)} where contract_id = {self.c(cid)};")
         self.live[new_cid] = self.live.pop(cid)
         self.deleted.add(cid)
 
     def delete(self, cid):
-        self._both(f"delete from {{t}} where contract_id = {cid};")
+        self._both(f"delete from {{t}} where contract_id = {self.c(cid)};")
         del self.live[cid]
         self.deleted.add(cid)
 
     def commit(self):
-        self.pg.psql("begin;\n" + "\n".join(self.txn) + "\ncommit;\n")
+        self.db.sql("begin;\n" + "\n".join(self.txn) + "\ncommit;\n")
         self.txn = []
 
     def random_amount(self):
@@ -264,19 +441,21 @@ class Workload:
     def sync(self, runner: Runner, timeout: float = 180.0) -> None:
         """Writes a marker row and waits until the engine has written its streamed event:
         everything committed before it has been delivered."""
-        while True:
+        give_up = time.monotonic() + timeout
+        while time.monotonic() < give_up:
             self.marker += 1
-            self.pg.psql(f"insert into markers values ({self.marker}, now());")
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
+            self.db.sql(f"insert into markers values ({self.marker}, now());")
+            # Before streaming starts a marker is read by the snapshot (op r) or, without one,
+            # committed before the position streaming starts from (never delivered): another.
+            again = time.monotonic() + 15
+            while time.monotonic() < again:
                 seen = self._marker_op(runner)
                 if seen == "c":
                     return
-                if seen == "r":  # read by the snapshot: streaming has not started yet; again
+                if seen == "r":
                     break
                 time.sleep(0.2)
-            else:
-                raise TimeoutError(f"marker {self.marker} not delivered in {timeout} s")
+        raise TimeoutError(f"marker {self.marker} not delivered in {timeout} s")
 
     def _marker_op(self, runner: Runner):
         while True:  # drain answers (keeps runner.current up to date)
@@ -286,7 +465,7 @@ class Workload:
                 break
             if answer.startswith("wrote "):
                 runner.current = answer.split()[1]
-        for path in sorted(runner.out.glob(f"{PREFIX}-*.jsonl")):
+        for path in sorted(runner.out.glob(f"{runner.prefix}-*.jsonl")):
             for line in path.read_text().splitlines():
                 p = _payload(line)
                 if p and p["source"]["table"] == "markers" and (p.get("after") or {}).get("id") == self.marker:
@@ -294,56 +473,30 @@ class Workload:
         return None
 
     def expected(self) -> dict:
-        out = {}
-        for t in TABLES:
-            rows = self.pg.psql(f"""
-                select coalesce(json_agg(r order by contract_id), '[]') from (
-                  select contract_id, project_id, to_char(sign_time, 'YYYY-MM-DD HH24:MI:SS') as sign_time,
-                         amount::text as amount,
-                         dense_rank() over w as dense_rank, rank() over w as rank,
-                         row_number() over (partition by project_id order by sign_time, contract_id) as row_number
-                  from {t} window w as (partition by project_id order by sign_time)) r;""")
-            out[t] = json.loads(rows)
-        got = {r["contract_id"]: (r["project_id"], r["sign_time"]) for r in out["contracts"]}
-        assert got == self.live, "the workload's model of the live set drifted from PostgreSQL's"
+        out = {t: self.db.rows(t) for t in self.db.tables}
+        got = {r["contract_id"] - self.db.cid_off: (r["project_id"] - self.db.project_off, r["sign_time"])
+               for r in out["contracts"]}
+        assert got == self.live, "the workload's model of the live set drifted from the database's"
         return out
 
 
 # --------------------------------------------------------------------------- the recording
 
-def record(out: pathlib.Path, keep_work: bool) -> None:
+def record(kind: str, out: pathlib.Path | None, keep_work: bool) -> None:
     classpath = build_runner()
     rng = random.Random(SEED)
     work = pathlib.Path(tempfile.mkdtemp(prefix="lakerank-dbz-"))
     files_dir = work / "files"
     runner_log = open(work / "runner.log", "w")
-    pg = Postgres()
+    db = DATABASES[kind]()
+    out = out or db.out
     runner = None
     try:
-        pg.psql(f"create database {DATABASE};", db="postgres")
-        pg.psql("""
-            create table contracts (contract_id bigint primary key, project_id bigint, sign_time timestamp,
-                                    amount numeric);
-            create table contracts_p (contract_id bigint primary key, project_id bigint, sign_time timestamp,
-                                      amount numeric(12,2));
-            create table markers (id bigint primary key, at timestamptz);""")
-        pg_version = pg.psql("show server_version;")
+        db.setup()
+        version = db.version()
         props = work / "connector.properties"
-        props.write_text("\n".join([
-            "name=lakerank-recording",
-            "connector.class=io.debezium.connector.postgresql.PostgresConnector",
-            f"offset.storage.file.filename={work / 'offsets.dat'}",
-            "database.hostname=127.0.0.1",
-            f"database.port={pg.port}",
-            f"database.user={pg.env['PGUSER']}",
-            "database.password=unused",
-            f"database.dbname={DATABASE}",
-            "topic.prefix=pg",
-            "plugin.name=pgoutput",
-            "slot.name=lakerank_recording",
-            "table.include.list=public.contracts,public.contracts_p,public.markers",
-        ]) + "\n")
-        w = Workload(pg, rng)
+        props.write_text("\n".join(["name=lakerank-recording", *db.props(work)]) + "\n")
+        w = Workload(db, rng)
         builds = []
 
         def build_point(exercises: str, files: list[str]):
@@ -353,7 +506,13 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
                            "live_contracts": len(expected["contracts"]), "expected_rows": expected})
             log(f"build point {n}: {files}, {len(expected['contracts'])} live contracts")
 
-        # Before the connector starts: the snapshot's rows (a tie in project 1).
+        def start_runner(first_file: int) -> Runner:
+            return Runner(classpath, props, files_dir, first_file, runner_log, db.prefix)
+
+        if not db.snapshot:  # no snapshot: the first rows are streamed
+            runner = start_runner(1)
+            w.sync(runner)
+        # The first rows: the snapshot's, read before streaming starts (a tie in project 1).
         for cid, (project, hours, amount) in enumerate([
                 (1, 0, "1250.00"), (1, 2, "300"), (1, 2, "12.5"), (2, 1, "0.125"), (2, 5, "-40.10"),
                 (3, 3, "99999.999"), (3, 4, None), (1, 6, "7"), (2, 7, "0"), (3, 8, "1.005"),
@@ -361,8 +520,9 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
             w.insert(cid, project, ts(hours), amount)
         w.commit()
 
-        runner = Runner(classpath, props, files_dir, 1, runner_log)
-        w.sync(runner)  # the snapshot is over: what follows is streamed
+        if db.snapshot:
+            runner = start_runner(1)
+            w.sync(runner)  # the snapshot is over: what follows is streamed
         # Build 1: the snapshot (op r), then inserts streamed: late ones (before every row of
         # their project), ties, amounts of 0 to 4 decimal places, negative and null.
         w.insert(13, 2, ts(-5), "12.345")      # late: before all of project 2
@@ -377,7 +537,8 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
         w.random_txn(8, -10, 30)
         w.random_txn(6, -10, 30)
         w.sync(runner)
-        build_point("snapshot reads (op r) of 12 contracts, then streamed inserts in multi-statement "
+        build_point(("snapshot reads (op r) of 12 contracts" if db.snapshot else "12 contracts inserted (no snapshot)")
+                    + ", then streamed inserts in multi-statement "
                     "transactions: late inserts (earlier than every row of their project), ties, amounts "
                     "with 0-4 decimal places, negative and null", [runner.rotate()])
 
@@ -407,7 +568,8 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
         w.update(b, project=w.live[a][0], sign_time=w.live[a][1])
         w.commit()
         w.sync(runner)
-        build_point("updates (before: null), sign-time updates (later, earlier), a project move, a primary-key "
+        build_point(("updates (before: null)" if db.snapshot else "updates (with before images: binlog_row_image=FULL)")
+                    + ", sign-time updates (later, earlier), a project move, a primary-key "
                     "change (9 -> 109: delete, tombstone, create), deletes, a re-insert of a deleted key, four "
                     "changes to one row in one transaction, a delete and re-insert in one transaction, a move "
                     "into a tie",
@@ -416,7 +578,7 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
         # Build 3: nothing committed from here (hold), then the halt.
         runner.send("hold")
         runner.expect("holding")
-        first_cut = (2 * 1) + 1                 # re-sent: 300 (both tables), then 14's first change
+        first_cut = len(db.tables) + 1          # re-sent: 300 (each table), then 14's first change
         w.insert(300, 2, ts(4), "5.55")
         w.update(14, sign_time=ts(-20))         # change A of 14 (the re-sent copy ends file 4)
         tie = min(c for c, (p, _) in w.live.items() if p == 3 and c != 14)
@@ -433,22 +595,19 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
                     "twice (sign time, then project, sign time and amount, into a tie), deletes and re-inserts 15, "
                     "changes 16's amount; then random changes", [held])
         runner.halt()
-        for _ in range(300):  # the slot is free once the walsender of the halted engine has exited
-            if pg.psql("select count(*) from pg_replication_slots where active;") == "0":
-                break
-            time.sleep(0.1)
-        log(f"halted; restarting at file {int(held[3:7]) + 1}, cut after {first_cut} events")
+        db.after_halt()
+        log(f"halted; restarting at file {_number(held) + 1}, cut after {first_cut} events")
 
         # Build 4: the restart re-sends since build 2's offset; the first file is cut after the
         # re-sent first change of 14.
-        runner = Runner(classpath, props, files_dir, int(held[3:7]) + 1, runner_log)
+        runner = start_runner(_number(held) + 1)
         runner.send(f"cut {first_cut}")
         cut = runner.expect("cut").split()[1]
         runner.current = _next_name(cut)
         lines = (files_dir / cut).read_text().splitlines()
         last = _payload(lines[-1])
         assert len(lines) == first_cut and last["source"]["table"] == "contracts" and \
-            last["after"]["contract_id"] == 14 and last["after"]["project_id"] == 1, \
+            last["after"]["contract_id"] == w.c(14) and last["after"]["project_id"] == w.p(1), \
             f"the re-sent file does not end with 14's first change: {lines}"
         build_point("re-sent events only (the restart after the halt): 300's insert and 14's first change, "
                     "re-sent; the file ends between 14's two changes: the newer image (build 3's) must stay",
@@ -463,7 +622,7 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
         f5 = runner.rotate()
         first = next(p for p in map(_payload, (files_dir / f5).read_text().splitlines())
                      if p and p["source"]["table"] == "contracts")
-        assert first["after"]["contract_id"] == 14 and first["after"]["project_id"] == 3, first
+        assert first["after"]["contract_id"] == w.c(14) and first["after"]["project_id"] == w.p(3), first
         build_point("the rest of the re-sent events (14's second change first, 15's delete and re-insert, 16, the "
                     "random transaction, build 3's marker), then new transactions", [f5])
 
@@ -480,11 +639,11 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
                     "project 2 deleted then one re-inserted, random changes", [runner.rotate()])
         runner.stop()
         runner = None
-        write_fixture(out, files_dir, builds, pg_version)
+        write_fixture(db, out, files_dir, builds, version)
     finally:
         if runner is not None:
             runner.stop()
-        pg.stop()
+        db.stop()
         runner_log.close()
         if keep_work:
             log(f"work kept in {work}")
@@ -492,7 +651,7 @@ def record(out: pathlib.Path, keep_work: bool) -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def write_fixture(out: pathlib.Path, files_dir: pathlib.Path, builds: list, pg_version: str) -> None:
+def write_fixture(db, out: pathlib.Path, files_dir: pathlib.Path, builds: list, version: str) -> None:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -504,25 +663,24 @@ def write_fixture(out: pathlib.Path, files_dir: pathlib.Path, builds: list, pg_v
             p = _payload(line)
             if p is None:
                 counts["tombstone"] += 1
+            elif "op" not in p:  # the MySQL connector's schema changes (ddl)
+                counts["schema change"] += 1
             else:
                 counts[f"{p['source']['table']} {p['op']}"] += 1
     for b in builds:
         rows = b.pop("expected_rows")  # one row a line
         (out / b["expected"]).write_text("{\n" + ",\n".join(
-            f' "{t}": [\n  ' + ",\n  ".join(json.dumps(r) for r in rows[t]) + "\n ]" for t in TABLES) + "\n}\n")
+            f' "{t}": [\n  ' + ",\n  ".join(json.dumps(r) for r in rows[t]) + "\n ]" for t in db.tables) + "\n}\n")
     manifest = {
-        "what": "PostgreSQL changes as Debezium's embedded engine delivered them (scripts/record_debezium.py); "
+        "what": f"{db.title} changes as Debezium's embedded engine delivered them (scripts/record_debezium.py); "
                 "land each build's files in order, build with contracts_format: debezium-json, "
                 "contracts_table_include: contracts, compare with the build's expected ranks",
-        "regenerate": "python3 scripts/record_debezium.py",
+        "regenerate": f"python3 scripts/record_debezium.py{db.option}",
         "debezium": DEBEZIUM_VERSION,
-        "connector": "io.debezium.connector.postgresql.PostgresConnector (pgoutput, default replica identity, "
-                     "decimal.handling.mode=precise, JSON converter with schemas)",
-        "postgresql": pg_version,
+        "connector": db.connector,
+        db.name: version,
         "recorded": dt.date.today().isoformat(),
-        "tables": {"contracts": "amount numeric (io.debezium.data.VariableScaleDecimal)",
-                   "contracts_p": "amount numeric(12,2) (org.apache.kafka.connect.data.Decimal)",
-                   "markers": "build-point markers"},
+        "tables": db.described_tables,
         "events": dict(sorted(counts.items())),
         "builds": builds,
     }
@@ -532,10 +690,12 @@ def write_fixture(out: pathlib.Path, files_dir: pathlib.Path, builds: list, pg_v
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=pathlib.Path, default=ROOT / "tests" / "fixtures" / "debezium_pg")
+    ap.add_argument("--database", choices=sorted(DATABASES), default="postgresql",
+                    help="postgresql (tests/fixtures/debezium_pg) or mariadb (tests/fixtures/debezium_mysql)")
+    ap.add_argument("--out", type=pathlib.Path, help="the fixture folder (default: the database's)")
     ap.add_argument("--keep-work", action="store_true", help="keep the temporary folder (runner log, offsets)")
     args = ap.parse_args()
-    record(args.out, args.keep_work)
+    record(args.database, args.out, args.keep_work)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,15 @@ ingest (a test's expectations, never lakerank's code)."""
 from __future__ import annotations
 
 import base64
+import datetime as _dt
 import json
 import pathlib
 from decimal import ROUND_HALF_UP, Decimal
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PG = ROOT / "tests" / "fixtures" / "debezium_pg"
+MYSQL = ROOT / "tests" / "fixtures" / "debezium_mysql"
+FIXTURES = (PG, MYSQL)
 VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 
@@ -53,6 +56,24 @@ def amount(schema: dict, image: str, value) -> Decimal | None:
     if fs.get("name") == DECIMAL:
         return Decimal(_unscaled(value)).scaleb(-int(fs["parameters"]["scale"]))
     raise ValueError(f"amount of schema {fs}")
+
+
+def position(payload: dict):
+    """An event's position in its source's log: Postgres ``lsn``, MySQL's binlog (``file``,
+    ``pos``, ``row``). A re-sent event has its original's; a snapshot's reads share one, and so
+    do the delete and the create of a primary-key change (one log record)."""
+    src = payload["source"]
+    if src["connector"] == "postgresql":
+        return (src["lsn"],)
+    return (src["file"], src["pos"], src["row"])
+
+
+def sign_time(schema: dict, image: str, value: int) -> str:
+    """A Debezium ``sign_time`` (MicroTimestamp: Postgres ``timestamp``; Timestamp: MySQL
+    ``DATETIME``) as the wall clock it encodes."""
+    unit = {"io.debezium.time.MicroTimestamp": 1, "io.debezium.time.Timestamp": 1000}[
+        field_schema(schema, image, "sign_time")["name"]]
+    return (_dt.datetime(1970, 1, 1) + _dt.timedelta(microseconds=value * unit)).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def cents(value) -> str | None:
