@@ -77,7 +77,8 @@ SPLIT_FILES = {"test_pipeline_exact.py", "test_connect_target.py"}
 ADAPTER_SUITE = "adapter_suite"
 LONGEST_FIRST = ["test_crash_soak.py", ADAPTER_SUITE, "test_connect_target.py", "test_pk_table_crash.py",
                  "test_paimon_vectors.py", "test_pipeline_exact.py", "test_examples.py",
-                 "test_cluster_target.py", "test_cdc_formats.py", "test_contract_ingest.py",
+                 "test_debezium_replay.py", "test_cluster_target.py", "test_cdc_formats.py",
+                 "test_cdc_log_order.py", "test_contract_ingest.py",
                  "test_schema_change.py", "test_temporal_macros.py", "test_thrift_target.py",
                  "test_pk_table_properties.py", "test_rank_regressions.py", "test_serve.py",
                  "test_reliability.py", "test_session_settings.py", "test_java_setup.py"]
