@@ -23,11 +23,14 @@ Statements of the batch (dense_rank, day segments; each writes one parquet direc
   3. results: the touched tails re-ranked, their zipper versions and accumulation rows, and
      each table's changes against its old rows (-U/+U, +I, -D), written as one parquet
      partitioned by table: what the three audit partitions hold.
+  1b. the ingest again, with the state read under a literal list of the batch's ids that can be
+     stored (up to the highest stored id; the others are new), from a copy of the state in row
+     groups of 10,000 rows, so that Parquet's statistics skip the rest (checked equal to 1).
 The alternative interface (--offsets): ranks resolved at read time from per-(project, month)
 offsets. The state keeps each contract's rank inside its (project, month) block and one row
-per block with the positions its project uses before it; a batch rewrites the touched
-blocks' local ranks and the touched projects' later offsets, and a reader computes
-asc_rn = local rank + offset.
+per block with the positions its project uses before it; a batch stages the touched blocks'
+rows and its projects' offsets (2), then rewrites the touched blocks' local ranks and the
+projects' changed offsets (3), and a reader computes asc_rn = local rank + offset.
 
 Each step is timed warm (--repeat runs, median), with its Spark jobs and bytes read (Spark's
 event log over the step's window, scripts/bench_eventlog.py). The spike's output is checked
@@ -91,6 +94,9 @@ def build_state(state: pathlib.Path, n: int, projects: int) -> None:
     out("events", "select * from events")  # the yardstick's columnar table
     out("state", "select contract_id, op_ts, true as live, project_id, sign_time, amount "
                  "from events order by contract_id")
+    # the same, in row groups of 10,000 rows, for the ingest that looks ids up by literal
+    con.execute(f"copy (select * from read_parquet('{state / 'state'}')) to '{state / 'state_fine'}' "
+                "(format parquet, row_group_size 10000)")
     con.execute("""
         create table fct as
         select project_id, contract_id, sign_time, amount, date_trunc('day', sign_time) as segment_start,
@@ -129,7 +135,17 @@ def build_state(state: pathlib.Path, n: int, projects: int) -> None:
 # The batch's statements (Spark SQL)
 # ---------------------------------------------------------------------------------------
 
-def ingest_sql(batch_file: pathlib.Path, state: pathlib.Path) -> str:
+def ingest_sql(batch_file: pathlib.Path, state: pathlib.Path, ids: list[int] | None = None,
+               max_id: int | None = None) -> str:
+    """Statement 1. With `ids` (the batch's contract ids up to `max_id`, the highest stored id,
+    which the ingest would keep as a property), the state is read under a literal IN list of
+    them, from `state_fine` (row groups of 10,000 rows sorted by id), so Parquet's statistics
+    skip the row groups no id falls in; ids above `max_id` are new and need no lookup."""
+    state_rel = f"parquet.`{state}/state`"
+    if ids is not None:
+        listed = ", ".join(map(str, ids)) or "null"
+        state_rel = (f"(select * from parquet.`{state}/state_fine` where contract_id in ({listed})"
+                     f" and contract_id <= {max_id})")
     return f"""
     with lines as (
         select from_json(value, 'op string, project_id bigint, contract_id bigint, sign_time string,
@@ -148,7 +164,7 @@ def ingest_sql(batch_file: pathlib.Path, state: pathlib.Path) -> str:
     joined as (
         select last.contract_id, last.l, s.op_ts as s_op_ts, coalesce(s.live, false) as old_live,
                s.project_id as old_project_id, s.sign_time as old_sign_time, s.amount as old_amount
-        from last left join parquet.`{state}/state` as s on s.contract_id = last.contract_id
+        from last left join {state_rel} as s on s.contract_id = last.contract_id
     )
     select contract_id, l.op_ts as op_ts,
            old_live, old_project_id, old_sign_time, old_amount,
@@ -294,9 +310,9 @@ def results_sql(inputs: pathlib.Path) -> str:
 
 # The alternative: ranks at read time from per-(project, month) offsets.
 
-def offsets_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
-    """One statement: the touched blocks' new local ranks and the touched projects' changed
-    offsets, with -/+ images, written as one parquet partitioned by table."""
+def offsets_inputs_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
+    """The alternative's statement 1: the touched (project, month) blocks' local-rank rows and
+    the touched projects' offset rows, staged once, with the changed contracts' images."""
     return f"""
     with chg as (select * from parquet.`{changes}`),
     blocks as (
@@ -304,17 +320,43 @@ def offsets_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
             select old_project_id as project_id, date_trunc('MONTH', old_sign_time) as block from chg where old_live
             union all
             select new_project_id, date_trunc('MONTH', new_sign_time) from chg where new_live)
-    ),
-    loc_old as (
-        select l.* from parquet.`{state}/loc` as l
-        left semi join blocks as b on l.project_id = b.project_id and l.block = b.block
-    ),
+    )
+    select 'blocks' as part, project_id, block, cast(null as bigint) as contract_id,
+           cast(null as timestamp_ntz) as sign_time, cast(null as decimal(18, 2)) as amount,
+           cast(null as bigint) as local_rn, cast(null as bigint) as positions, cast(null as bigint) as block_offset
+    from blocks
+    union all
+    select 'chg', new_project_id, date_trunc('MONTH', new_sign_time), contract_id, new_sign_time, new_amount,
+           if(new_live, 1, 0), null, null
+    from chg
+    union all
+    select 'loc_old', l.project_id, l.block, l.contract_id, l.sign_time, l.amount, l.local_rn, null, null
+    from parquet.`{state}/loc` as l
+    left semi join blocks as b on l.project_id = b.project_id and l.block = b.block
+    union all
+    select 'off_old', o.project_id, o.block, null, null, null, null, o.positions, o.block_offset
+    from parquet.`{state}/off` as o
+    left semi join blocks as b on o.project_id = b.project_id
+    """
+
+
+def offsets_results_sql(inputs: pathlib.Path) -> str:
+    """The alternative's statement 2: the touched blocks' new local ranks and the touched
+    projects' changed offsets, with -/+ images, written as one parquet partitioned by table."""
+    def part(name: str, cols: str) -> str:
+        return f"(select {cols} from parquet.`{inputs}` where part = '{name}')"
+
+    return f"""
+    with
+    blocks as {part('blocks', 'project_id, block')},
+    chg as {part('chg', 'project_id, block, contract_id, sign_time, amount, local_rn as live')},
+    loc_old as {part('loc_old', 'project_id, contract_id, sign_time, amount, block, local_rn')},
+    off_old as {part('off_old', 'project_id, block, positions, block_offset')},
     loc_tail as (
         select project_id, contract_id, sign_time, amount, block
         from loc_old left anti join chg on loc_old.contract_id = chg.contract_id
         union all
-        select new_project_id, contract_id, new_sign_time, new_amount, date_trunc('MONTH', new_sign_time)
-        from chg where new_live
+        select project_id, contract_id, sign_time, amount, block from chg where live = 1
     ),
     loc_new as (
         select *, cast(dense_rank() over (partition by project_id, block order by sign_time) as bigint) as local_rn
@@ -324,10 +366,6 @@ def offsets_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
         select b.project_id, b.block, count(distinct t.sign_time) as positions
         from blocks as b left join loc_tail as t on b.project_id = t.project_id and b.block = t.block
         group by b.project_id, b.block
-    ),
-    off_old as (
-        select o.* from parquet.`{state}/off` as o
-        left semi join blocks as b on o.project_id = b.project_id
     ),
     off_new as (
         select project_id, block, positions,
@@ -342,8 +380,7 @@ def offsets_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
     ),
     loc_diff as (
         select n.contract_id is not null as has_new, o.contract_id is not null as has_old,
-               struct(n.*) as new_row, struct(o.project_id, o.contract_id, o.sign_time, o.amount, o.block,
-                                              o.local_rn) as old_row
+               struct(n.*) as new_row, struct(o.*) as old_row
         from loc_new as n full outer join loc_old as o on n.contract_id = o.contract_id
         where not (n.project_id <=> o.project_id and n.sign_time <=> o.sign_time and n.amount <=> o.amount
                    and n.local_rn <=> o.local_rn)
@@ -470,14 +507,20 @@ def main() -> int:
         where e.op in ('+I', '+U', '-D')"""
     spark.sql(batch_events_sql).write.mode("overwrite").parquet(str(out / "batch_events"))
     events = f"(select * from parquet.`{state}/events` union all select * from parquet.`{out}/batch_events`)"
+    # 1b's literal list: the batch's ids up to the highest stored one (the driver has the lines)
+    known_ids = sorted({json.loads(line)["contract_id"] for line in batch_file.read_text().splitlines()
+                        if json.loads(line)["contract_id"] <= n})
+    spark.conf.set("spark.sql.parquet.pushdown.inFilterThreshold", str(max(10, len(known_ids))))
 
     for r in range(args.repeat + 1):  # a first round warms the JVM up, not counted
         print(f"round {r}{' (warm-up, not counted)' if r == 0 else ''}", flush=True)
         step("1 ingest", ingest_sql(batch_file, state), out / "changes")
+        step("1b ingest, ids as literals", ingest_sql(batch_file, state, known_ids, n), out / "changes_b")
         step("2 inputs", inputs_sql(out / "changes", state), out / "inputs", "part")
         step("3 results", results_sql(out / "inputs"), out / "results", "part")
         if args.offsets:
-            step("offsets: batch", offsets_sql(out / "changes", state), out / "offset_changes", "part")
+            step("offsets: 2 inputs", offsets_inputs_sql(out / "changes", state), out / "offset_inputs", "part")
+            step("offsets: 3 results", offsets_results_sql(out / "offset_inputs"), out / "offset_changes", "part")
             step("offsets: read view", f"""
                 select l.project_id, l.contract_id, l.sign_time, l.local_rn + o.block_offset as asc_rn
                 from parquet.`{state}/loc` as l inner join parquet.`{state}/off` as o
@@ -542,8 +585,13 @@ def check(state: pathlib.Path, out: pathlib.Path, offsets: bool) -> dict:
                (select count(*) from (({got}) except all select * from want)),
                (select count(*) from {changes} where rowkind in ('+I', '+U'))
     """).fetchone()
+    a, b = f"read_parquet('{out}/changes/*.parquet')", f"read_parquet('{out}/changes_b/*.parquet')"
+    ingest_differs = con.execute(
+        f"select (select count(*) from (select * from {a} except all select * from {b}))"
+        f" + (select count(*) from (select * from {b} except all select * from {a}))").fetchone()[0]
     result = {"fct_rows_written": changed, "missing": missing, "unexpected": unexpected,
-              "exact": missing == 0 and unexpected == 0}
+              "ingest_1b_rows_differing": ingest_differs,
+              "exact": missing == 0 and unexpected == 0 and ingest_differs == 0}
     if offsets:
         parts = f"read_parquet('{out}/offset_changes/*/*.parquet', hive_partitioning = true)"
         loc = f"""
