@@ -1,13 +1,17 @@
-"""The benchmark's exactness check: `fct_contract_rank` of a home against DuckDB computing the
-same dense ranks from the home's landed files (scripts/bench.py)."""
+"""The benchmark's exactness check: `fct_contract_rank` of a home, and the yardstick's rank
+tables, against DuckDB computing the same ranks from the home's landed files (scripts/bench.py)."""
 
 from __future__ import annotations
 
 import pathlib
 import shutil
 
+ORDER = {"dense_rank": "sign_time", "rank": "sign_time", "row_number": "sign_time, contract_id"}
 
-def check_exact(home: pathlib.Path) -> dict:
+
+def check_exact(home: pathlib.Path, rank_function: str = "dense_rank", others: list[str] = ()) -> dict:
+    """{"rows", "got_rows", "missing", "unexpected", "exact"} of lakerank.fct_contract_rank,
+    with the same for each table of `others` (same columns) under its name, and "exact" over all."""
     import duckdb
     from pyspark.sql import SparkSession
 
@@ -22,12 +26,15 @@ def check_exact(home: pathlib.Path) -> dict:
     # Hive's partition-filter fallback on the `_`-named partition columns logs a WARN with a
     # stack trace per read (harmless: the adapter's session sets the same fallback).
     spark.sparkContext.setLogLevel("ERROR")
-    spark.sql("select project_id, contract_id, cast(sign_time as string) as sign_time, asc_rn "
-              "from lakerank.fct_contract_rank").write.parquet(str(export))
+    tables = ["fct_contract_rank", *others]
+    for table in tables:
+        spark.sql(f"select project_id, contract_id, cast(sign_time as string) as sign_time, asc_rn "
+                  f"from lakerank.{table}").write.parquet(str(export / table))
     spark.stop()
     con = duckdb.connect()
     landing = home / "landing" / "contracts"
-    mismatches = con.execute(f"""
+    con.execute(f"""
+        create temp table want as
         with events as (
             select * from read_json('{landing}/*.jsonl', format = 'newline_delimited',
                 columns = {{op: 'varchar', project_id: 'bigint', contract_id: 'bigint',
@@ -38,20 +45,25 @@ def check_exact(home: pathlib.Path) -> dict:
             select contract_id, arg_max(op, op_ts) as op, arg_max(project_id, op_ts) as project_id,
                    arg_max(sign_time, op_ts) as sign_time
             from events group by contract_id
-        ),
-        want as (
-            select project_id, contract_id, sign_time,
-                   dense_rank() over (partition by project_id order by sign_time) as asc_rn
-            from last where op <> '-D'
-        ),
-        got as (select * from read_parquet('{export}/*.parquet'))
-        select
-            (select count(*) from want) as want_rows,
-            (select count(*) from got) as got_rows,
-            (select count(*) from (select * from want except select * from got)) as missing,
-            (select count(*) from (select * from got except select * from want)) as unexpected
-    """).fetchone()
+        )
+        select project_id, contract_id, sign_time,
+               {rank_function}() over (partition by project_id order by {ORDER[rank_function]}) as asc_rn
+        from last where op <> '-D'
+    """)
+    out = {}
+    for table in tables:
+        want_rows, got_rows, missing, unexpected = con.execute(f"""
+            with got as (select * from read_parquet('{export / table}/*.parquet'))
+            select
+                (select count(*) from want) as want_rows,
+                (select count(*) from got) as got_rows,
+                (select count(*) from (select * from want except select * from got)) as missing,
+                (select count(*) from (select * from got except select * from want)) as unexpected
+        """).fetchone()
+        out[table] = {"rows": want_rows, "got_rows": got_rows, "missing": missing, "unexpected": unexpected,
+                      "exact": missing == 0 and unexpected == 0 and want_rows == got_rows}
     shutil.rmtree(export, ignore_errors=True)
-    want_rows, got_rows, missing, unexpected = mismatches
-    return {"rows": want_rows, "got_rows": got_rows, "missing": missing, "unexpected": unexpected,
-            "exact": missing == 0 and unexpected == 0 and want_rows == got_rows}
+    result = dict(out["fct_contract_rank"])
+    result.update({t: out[t] for t in others})
+    result["exact"] = all(v["exact"] for v in out.values())
+    return result

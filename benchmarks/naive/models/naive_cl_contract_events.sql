@@ -1,0 +1,2 @@
+{{ config(materialized='incremental', incremental_strategy='append') }}
+{{ naive_events() }}
