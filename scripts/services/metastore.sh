@@ -84,6 +84,10 @@ start() {
       property datanucleus.schema.validateConstraints false
       # SchemaTool writes no VERSION row; Hive would refuse the schema without one.
       property hive.metastore.schema.verification false
+      # A column comment or a new data schema on a parquet table: Spark stores its own schema
+      # in table properties over the Hive columns stored first, which Hive's type check would
+      # refuse (the embedded home turns the same check off on its client).
+      property hive.metastore.disallow.incompatible.col.type.changes false
       # A shared metastore: no object cache outlives a transaction in this JVM either.
       property datanucleus.cache.level2 false
       [ -n "${LAKERANK_WAREHOUSE:-}" ] && property hive.metastore.warehouse.dir "$LAKERANK_WAREHOUSE"
