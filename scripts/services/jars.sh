@@ -6,7 +6,7 @@
 #   scripts/services/jars.sh --check    # fetches nothing; exit 1 naming what is missing
 #
 # The folder is $LAKERANK_JARS, else ${XDG_CACHE_HOME:-~/.cache}/lakerank/jars. Maven
-# (`mvn`, apt-get install maven) does the fetching with its own `dependency:copy`, so a
+# (`mvn`; installed with apt-get when missing, as root) does the fetching with its own `dependency:copy`, so a
 # proxy or mirror in ~/.m2/settings.xml applies. Versions:
 # - hadoop-aws 3.5.0: pyspark 4.3.0's Hadoop (its jars/hadoop-client-api-3.5.0.jar); S3A
 #   must match the Hadoop it runs in. The AWS SDK v2 bundle 2.35.4 and analyticsaccelerator-s3
@@ -50,7 +50,16 @@ if [ "${1:-}" = "--check" ]; then
 fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
-  command -v mvn >/dev/null || { say "needs Maven: apt-get install maven"; exit 1; }
+  if ! command -v mvn >/dev/null; then
+    # As postgres.sh does for its server: installed with apt-get where that can be done.
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+      say "installing maven (apt-get)"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq >&2
+      apt-get install -y -qq maven >&2
+    fi
+    command -v mvn >/dev/null || { say "needs Maven: apt-get install maven"; exit 1; }
+  fi
   mkdir -p "$dir"
   for a in "${missing[@]}"; do
     say "fetching $a"

@@ -50,7 +50,11 @@ property() { printf '  <property><name>%s</name><value>%s</value></property>\n' 
 start() {
   : "${PGHOST:?metastore.sh: PGHOST/PGPORT/PGUSER name the PostgreSQL (scripts/services/postgres.sh start)}"
   local pgport="${PGPORT:-5432}" pguser="${PGUSER:-$USER}" db="${LAKERANK_METASTORE_DB:-metastore}"
-  command -v java >/dev/null || { say "needs Java 17 (apt-get install openjdk-17-jdk-headless)"; exit 1; }
+  command -v java >/dev/null || { say "needs Java 17 (apt-get install openjdk-17-jre-headless)"; exit 1; }
+  # LocalMetastore.java runs in Java's source-file mode: the jdk.compiler module (Debian's
+  # openjdk-17-jre-headless has it; other JREs may not).
+  java --list-modules 2>/dev/null | grep -q '^jdk.compiler' \
+    || { say "needs a Java 17 with the jdk.compiler module (apt-get install openjdk-17-jdk-headless)"; exit 1; }
   local jars lib
   jars="$(pyspark_jars)"
   lib="$("$HERE/jars.sh" | sed -n 's/^LAKERANK_JARS=//p')"
