@@ -10,9 +10,9 @@ Each batch of a generated CDC stream (late, duplicate, stale, updated, moved and
 events; the moves of issue F.1) is landed on S3 and built (`dbt build --target shared`,
 data tests included); after each build every table is checked against the independent oracle
 (tests/support/cdc_oracle.py), the changelog replays to the fact, and the read layer returns
-its marts. The merge-on-read tables are due for compaction every 2 commits (as
-test_pipeline_exact's `rank` stream), so their rewrite runs on S3 too. OUT.json gets the read
-layer's row counts, for a reader in another process."""
+its marts. The merge-on-read tables are due for compaction at every commit
+(compact_commits 1): the second build compacts them on S3 (their base commit moves,
+checked). OUT.json gets the read layer's row counts, for a reader in another process."""
 
 from __future__ import annotations
 
@@ -40,6 +40,14 @@ from checks import assert_all_exact, assert_read_layer_current  # noqa: E402
 from lakerank_project import Lakerank  # noqa: E402
 
 PUBLISHED = ("fct_contract_rank", "dim_project_rank_version", "fct_contract_rank_changelog")
+MERGE_ON_READ = ("fct_contract_rank", "dim_project_rank_version", "int_project_rank_accumulation")
+
+
+def base_commits(lakerank) -> dict:
+    """Each merge-on-read table's base commit (its view's ``lakerank.base_commit``)."""
+    spark = lakerank.spark()
+    return {name: int(spark.sql(f"show tblproperties lakerank.{name} ('lakerank.base_commit')").first()["value"])
+            for name in MERGE_ON_READ}
 
 
 class SharedLakerank(Lakerank):
@@ -73,20 +81,24 @@ def main(out: str) -> None:
     lakerank.dbt("show", "--inline", "select 1")  # the session: S3A for landing the first batch
     timings["session"] = round(time.time() - started, 1)
     oracle = cdc.Oracle()
+    bases = []
     batches = cdc.generate_batches(seed=21, n_batches=2, events_per_batch=60, n_projects=6)
     for i, generated in enumerate(batches):
         lines = [*generated, *scenario_batch(i)]
         path = lakerank.land(lines)
         oracle.consume(os.path.basename(path), lines)
         t = time.time()
-        # compact_commits 2: the merge-on-read tables fold their changes into their bases
-        # every 2 commits (the compaction's rewrite on S3).
-        lakerank.dbt("build", vars={"rank_function": "dense_rank", "compact_commits": 2})
+        # compact_commits 1: the merge-on-read tables fold their changes into their bases
+        # at every commit (the compaction's rewrite on S3).
+        lakerank.dbt("build", vars={"rank_function": "dense_rank", "compact_commits": 1})
         timings[f"build{i}"] = round(time.time() - t, 1)
+        bases.append(base_commits(lakerank))
         t = time.time()
         assert_all_exact(lakerank, oracle, "dense_rank")
         assert_read_layer_current(lakerank)
         timings[f"check{i}"] = round(time.time() - t, 1)
+    # The second build compacted: every merge-on-read table's base moved to a later commit.
+    assert all(bases[1][name] > bases[0][name] for name in MERGE_ON_READ), bases
     spark = lakerank.spark()
     counts = {name: spark.table(f"lakerank_read.{name}").count() for name in PUBLISHED}
     rows = spark.sql("describe formatted lakerank.stg_contract_changelog").collect()
