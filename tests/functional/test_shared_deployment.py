@@ -33,7 +33,9 @@ spark = (SparkSession.builder.master("local[1]").enableHiveSupport()
          # which the read layer's views filter on): Spark prunes on the client instead.
          .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
          .config("spark.ui.enabled", "false").getOrCreate())
-names = sys.argv[2].split(",")
+spark.sparkContext.setLogLevel("ERROR")
+spark.catalog.databaseExists("default")  # started and connected while the builder builds
+names = sys.stdin.readline().strip().split(",")  # the builder is done: what to read
 print(json.dumps({n: spark.table(f"lakerank_read.{n}").count() for n in names}))
 """
 
@@ -83,28 +85,37 @@ def test_pipeline_exact_on_shared_catalog_and_s3(services, tmp_path):
     env = {**os.environ, **services, "LAKERANK_HOME": str(home), "DBT_LOG_PATH": str(tmp_path / "dbt-logs"),
            "PYTHONPATH": os.pathsep.join([str(ROOT / "adapter"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "result.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "shared_scenario.py"), str(out)],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    result = json.loads(out.read_text())
-    print("shared scenario timings (s):", result["timings"])
-    # The tables are on S3, the catalog is the service's: the home keeps neither.
-    assert result["location"].startswith(f"s3a://{services['LAKERANK_S3_BUCKET']}/warehouse/"), result["location"]
-    assert not (home / "warehouse").exists() and not (home / "metastore_db").exists(), sorted(os.listdir(home))
-
-    # Another process, plain pyspark, reads the read layer through the same catalog.
+    # Another process, plain pyspark, reads the read layer through the same catalog once the
+    # builder is done; its JVM starts meanwhile.
     from dbt.adapters.lakerank.session import S3A_JARS
 
     class_path = os.pathsep.join(os.path.join(services["LAKERANK_JARS"], j) for j in S3A_JARS)
-    reader = subprocess.run([sys.executable, "-c", READER, class_path, ",".join(result["counts"])],
-                            env={**env, "PYTHONPATH": ""}, capture_output=True, text=True, timeout=600)
-    assert reader.returncode == 0, reader.stderr[-4000:]
-    assert json.loads(reader.stdout.strip().splitlines()[-1]) == result["counts"]
-    assert all(result["counts"].values()), result["counts"]
+    reader_log = tmp_path / "reader.log"
+    with open(reader_log, "w") as log:
+        reader = subprocess.Popen([sys.executable, "-c", READER, class_path], env={**env, "PYTHONPATH": ""},
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "support" / "shared_scenario.py"), str(out)],
+                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        result = json.loads(out.read_text())
+        print("shared scenario timings (s):", result["timings"])
+        # The tables are on S3, the catalog is the service's: the home keeps neither.
+        assert result["location"].startswith(f"s3a://{services['LAKERANK_S3_BUCKET']}/warehouse/"), result["location"]
+        assert not (home / "warehouse").exists() and not (home / "metastore_db").exists(), sorted(os.listdir(home))
+
+        read, _ = reader.communicate(",".join(result["counts"]) + "\n", timeout=600)
+        assert reader.returncode == 0, reader_log.read_text()[-4000:]
+        assert json.loads(read.strip().splitlines()[-1]) == result["counts"]
+        assert all(result["counts"].values()), result["counts"]
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
 
     # The S3 secret appears in no log, output or summary of the build.
     secret = services["AWS_SECRET_ACCESS_KEY"]
-    texts = [proc.stdout, proc.stderr, reader.stdout, reader.stderr]
+    texts = [proc.stdout, proc.stderr, read, reader_log.read_text(errors="replace")]
     for folder in (home, tmp_path / "dbt-logs"):
         texts += [p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()]
     assert not any(secret in t for t in texts)
