@@ -76,7 +76,7 @@ SPLIT_FILES = {"test_pipeline_exact.py", "test_connect_target.py"}
 # worker switching between it and another file's home restarts its SparkSession each time.
 ADAPTER_SUITE = "adapter_suite"
 LONGEST_FIRST = ["test_crash_soak.py", ADAPTER_SUITE, "test_connect_target.py", "test_pk_table_crash.py",
-                 "test_paimon_vectors.py", "test_pipeline_exact.py", "test_examples.py",
+                 "test_paimon_vectors.py", "test_pipeline_exact.py", "test_examples.py", "test_shared_deployment.py",
                  "test_debezium_replay.py", "test_cluster_target.py", "test_cdc_formats.py",
                  "test_cdc_log_order.py", "test_contract_ingest.py",
                  "test_schema_change.py", "test_temporal_macros.py", "test_thrift_target.py",

@@ -12,7 +12,7 @@ Python UDF. The work is in python_udfs.ingest.contract_ingest.
 
 from python_udfs.ingest.cdc_formats import cdc_options
 from python_udfs.ingest.contract_ingest import run_contract_ingest
-from python_udfs.ingest.tables import landing_path
+from python_udfs.ingest.tables import stream_landing
 
 
 def model(dbt, session):
@@ -33,7 +33,7 @@ def model(dbt, session):
     )
     return run_contract_ingest(
         session,
-        landing_dir=landing_path(home, "contracts"),
+        landing_dir=stream_landing(session, "contracts"),
         checkpoint_dir=f"{home}/checkpoints/stg_contract_changelog",
         changelog_table=f"{schema}.{dbt.this.identifier}",
         quarantine_table=f"{schema}.stg_contract_quarantine",

@@ -98,11 +98,11 @@ from python_udfs.ingest.tables import (
     batch_counts,
     commits_summary,
     ensure_tables,
-    landing_path,
     publish_partition,
     publish_quarantine_and_log,
     run_available_now,
     start_stream,
+    stream_landing,
 )
 from python_udfs.jvm import kept, release
 
@@ -156,7 +156,7 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
         delete_time=delete_time,
         key=key,
         cdc=cdc,
-        landing_dir=landing_path(home, stream["folder"]),
+        landing_dir=stream_landing(spark, stream["folder"]),
         checkpoint_dir=f"{home}/checkpoints/{this.identifier}",
         table=name,
         quarantine_table=f"{name}__quarantine",

@@ -33,6 +33,7 @@ __all__ = [
     "ensure_table",
     "ensure_tables",
     "landing_path",
+    "stream_landing",
     "mkdirs",
     "publish_partition",
     "publish_quarantine_and_log",
@@ -51,6 +52,16 @@ QUARANTINE_DDL = (
 def landing_path(home: str, stream: str = "contracts") -> str:
     """``<home>/landing/<stream>``: where a stream's JSON Lines files land."""
     return os.path.join(home, "landing", stream)
+
+
+def stream_landing(spark, stream: str) -> str:
+    """Where ``stream``'s files land for this session: ``<spark.lakerank.landing>/<stream>``
+    when the session has a landing zone of its own (the shared target's ``LAKERANK_LANDING``,
+    which may be ``s3a://``: docs/deployment.md), else the home's (:func:`landing_path`)."""
+    root = (spark.conf.get("spark.lakerank.landing", None) or "").strip()
+    if root:
+        return f"{root.rstrip('/')}/{stream}"
+    return landing_path(spark.conf.get("spark.lakerank.home"), stream)
 
 
 # --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from dbt.adapters.lakerank.pk_tables import PkTableMixin
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
 from dbt.adapters.lakerank.records import RecordMixin
 from dbt.adapters.lakerank.rewrites import RewriteMixin
+from dbt.adapters.lakerank.session import env_spark_conf, is_shared
 from dbt.adapters.lakerank.storage import StorageMixin
 
 
@@ -75,6 +76,8 @@ class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, Rewr
             return False
         if getattr(get_flags(), "WHICH", None) not in ("compile", "ls", "list"):
             return False
+        if is_shared({**dict(creds.server_side_parameters), **env_spark_conf()}):
+            return False  # the catalog is a metastore service's, not the home's
         return not os.path.isdir(metastore_path(self.lakerank_home()))
 
     @available

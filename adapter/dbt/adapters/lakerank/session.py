@@ -103,6 +103,75 @@ def home_spark_conf(home: str) -> Dict[str, str]:
     }
 
 
+# The shared deployment (docs/deployment.md): a target whose settings name a metastore
+# service. Its catalog and warehouse are the profile's; the home keeps only this process's
+# own files (scratch, logs, checkpoints, the build lock).
+METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
+# The home's Derby metastore and warehouse, and the settings that exist for them only: never
+# applied when the catalog is shared.
+HOME_CATALOG_KEYS = (
+    "spark.sql.warehouse.dir",
+    "spark.hadoop.javax.jdo.option.ConnectionURL",
+    "spark.hadoop.datanucleus.cache.level2",
+    "spark.hadoop.datanucleus.cache.level2.type",
+    "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes",
+    "spark.hadoop.hive.hmshandler.retry.attempts",
+    "spark.hadoop.hive.hmshandler.retry.interval",
+)
+# S3A (hadoop-aws 3.5.0: pyspark 4.3.0's Hadoop) and what it needs, in the cache that
+# scripts/services/jars.sh fills from Maven Central.
+S3A_JARS = ("hadoop-aws-3.5.0.jar", "bundle-2.35.4.jar", "analyticsaccelerator-s3-1.3.1.jar")
+
+
+def is_shared(conf: Dict[str, str]) -> bool:
+    """Whether these settings name a metastore service (the shared deployment)."""
+    return bool(str(conf.get(METASTORE_URIS, "") or "").strip())
+
+
+def jars_dir() -> str:
+    """Where scripts/services/jars.sh keeps the jars it fetched (``LAKERANK_JARS``)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.environ.get("LAKERANK_JARS") or os.path.join(cache, "lakerank", "jars")
+
+
+def s3a_class_path() -> str:
+    """The S3A jars as a class path; a clear error naming how to fetch them when one is missing."""
+    folder = jars_dir()
+    missing = [j for j in S3A_JARS if not os.path.isfile(os.path.join(folder, j))]
+    if missing:
+        raise DbtRuntimeError(
+            f"lakerank: the shared target needs S3A's jars, missing in {folder}: {', '.join(missing)}; "
+            "run scripts/services/jars.sh (Maven) or set LAKERANK_JARS to a folder that has them "
+            "(docs/deployment.md)")
+    return os.pathsep.join(os.path.join(folder, j) for j in S3A_JARS)
+
+
+def session_spark_conf(home: str, params: Dict[str, str]) -> Dict[str, str]:
+    """Every Spark setting a new embedded session starts with.
+
+    The embedded default: the profile's, then ``LAKERANK_SPARK_CONF``'s, then the home's
+    (:func:`home_spark_conf`, last: nothing points the metastore or the warehouse elsewhere).
+    The shared deployment (the settings name a metastore service, :func:`is_shared`): the
+    home's settings except its catalog's (:data:`HOME_CATALOG_KEYS`), then the profile's and
+    ``LAKERANK_SPARK_CONF``'s over them, so the metastore, the warehouse and the landing zone
+    are the profile's; S3A's jars go on the driver's and the executors' class path."""
+    user = {**params, **env_spark_conf()}
+    if not is_shared(user):
+        return {**user, **home_spark_conf(home)}
+    if not str(user.get("spark.sql.warehouse.dir", "") or "").strip():
+        raise DbtRuntimeError("lakerank: the shared target needs a warehouse (spark.sql.warehouse.dir, "
+                              "LAKERANK_WAREHOUSE in profiles/profiles.yml): docs/deployment.md")
+    own = {k: v for k, v in home_spark_conf(home).items() if k not in HOME_CATALOG_KEYS}
+    conf = {**own, **user}
+    for key in ("spark.lakerank.home", "spark.local.dir"):  # this process's own files
+        conf[key] = own[key]
+    if any(str(conf.get(k, "")).startswith("s3a://") for k in ("spark.sql.warehouse.dir", "spark.lakerank.landing")):
+        jars = s3a_class_path()
+        for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
+            conf[key] = os.pathsep.join(p for p in (conf.get(key, ""), jars) if p)
+    return conf
+
+
 def env_spark_conf() -> Dict[str, str]:
     """``LAKERANK_SPARK_CONF="k1=v1,k2=v2"``: Spark settings over the profile's
     ``server_side_parameters`` for one run (e.g. an A/B measurement), without editing it.
@@ -170,7 +239,7 @@ def _start_embedded_session(home: str, params: Dict[str, str]):
             f'--driver-java-options "{JVM_FLAGS} {archive_flag()} -Dderby.system.home={home} '
             f'-Dlog4j2.configurationFile={LOG4J2_CONFIG} -Dlakerank.spark.log={spark_log_path(home)}" pyspark-shell',
         )
-        conf = {**params, **env_spark_conf(), **home_spark_conf(home)}
+        conf = session_spark_conf(home, params)
         _launch_jvm(home, conf)
         builder = SparkSession.builder.enableHiveSupport()
         for key, value in conf.items():
