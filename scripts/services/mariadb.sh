@@ -15,7 +15,9 @@
 # go to stdout. stop: SIGTERM to the recorded pid (SIGKILL after 30 s), then deletes the folder.
 set -euo pipefail
 
-say() { echo "mariadb.sh: $*" >&2; }
+SERVICE=mariadb.sh
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ensure_installed() {
   command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] && return
@@ -25,9 +27,6 @@ ensure_installed() {
   apt-get install -y -qq mariadb-server >&2
 }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 
 start() {
   ensure_installed
@@ -85,20 +84,7 @@ start() {
 }
 
 stop() {
-  local dir="${1:?usage: mariadb.sh stop DIR}"
-  [ -f "$dir/server.pid" ] || { say "no $dir/server.pid: nothing started there"; exit 1; }
-  local pid
-  pid="$(cat "$dir/server.pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid"
-    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-  fi
-  rm -rf "$dir"
+  stop_recorded "${1:-}" TERM
 }
 
-case "${1:-}" in
-  start) shift; start "$@" ;;
-  stop) shift; stop "$@" ;;
-  *) echo "usage: $0 start [DIR] | stop DIR" >&2; exit 2 ;;
-esac
+dispatch "start [DIR] | stop DIR" "$@"

@@ -17,7 +17,9 @@ set -euo pipefail
 PG_BIN="${LAKERANK_PG_BIN:-/usr/lib/postgresql/15/bin}"
 SUPERUSER=lakerank
 
-say() { echo "postgres.sh: $*" >&2; }
+SERVICE=postgres.sh
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ensure_installed() {
   [ -x "$PG_BIN/initdb" ] && return
@@ -28,9 +30,6 @@ ensure_installed() {
   [ -x "$PG_BIN/initdb" ] || { say "no $PG_BIN/initdb after installing postgresql-15"; exit 1; }
 }
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 
 # Runs a command as the server's OS user: the current one, or `postgres` when root.
 as_owner() {
@@ -82,20 +81,7 @@ start() {
 }
 
 stop() {
-  local dir="${1:?usage: postgres.sh stop DIR}"
-  [ -f "$dir/server.pid" ] || { say "no $dir/server.pid: nothing started there"; exit 1; }
-  local pid
-  pid="$(cat "$dir/server.pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -INT "$pid"  # PostgreSQL's fast shutdown
-    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-  fi
-  rm -rf "$dir"
+  stop_recorded "${1:-}" INT  # PostgreSQL's fast shutdown
 }
 
-case "${1:-}" in
-  start) shift; start "$@" ;;
-  stop) shift; stop "$@" ;;
-  *) echo "usage: $0 start [DIR] | stop DIR" >&2; exit 2 ;;
-esac
+dispatch "start [DIR] | stop DIR" "$@"

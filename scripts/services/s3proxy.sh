@@ -18,11 +18,10 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-say() { echo "s3proxy.sh: $*" >&2; }
+SERVICE=s3proxy.sh
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 
 start() {
   command -v java >/dev/null || { say "needs Java 17 (apt-get install openjdk-17-jdk-headless)"; exit 1; }
@@ -55,15 +54,7 @@ PROPS
         -jar "$jar" --properties "$dir/s3proxy.properties" >"$dir/s3proxy.log" 2>&1 </dev/null) &
     pid=$!
     echo "$pid" >"$dir/server.pid"
-    local up=0
-    for _ in $(seq 600); do  # up to 60 s
-      kill -0 "$pid" 2>/dev/null || break
-      if python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$port" 2>/dev/null; then
-        up=1; break
-      fi
-      sleep 0.1
-    done
-    [ "$up" -eq 1 ] && break
+    wait_listening "$pid" "$port" 60 && break
     kill -KILL "$pid" 2>/dev/null || true
     tries=$((tries + 1))
     if [ "$tries" -ge 3 ]; then
@@ -80,20 +71,7 @@ PROPS
 }
 
 stop() {
-  local dir="${1:?usage: s3proxy.sh stop DIR}"
-  [ -f "$dir/server.pid" ] || { say "no $dir/server.pid: nothing started there"; exit 1; }
-  local pid
-  pid="$(cat "$dir/server.pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid"
-    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-  fi
-  rm -rf "$dir"
+  stop_recorded "${1:-}" TERM
 }
 
-case "${1:-}" in
-  start) shift; start "$@" ;;
-  stop) shift; stop "$@" ;;
-  *) echo "usage: $0 start | stop DIR" >&2; exit 2 ;;
-esac
+dispatch "start | stop DIR" "$@"
