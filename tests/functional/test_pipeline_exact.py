@@ -20,7 +20,7 @@ from crash import assert_no_leftovers
 from crossings import by_node, counting_crossings
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
-import bench  # noqa: E402  (scripts/bench.py: the benchmark's stream generator)
+import bench_streams  # noqa: E402  (scripts/bench_streams.py: the benchmark's stream generator)
 
 RANK_FUNCTIONS = ["dense_rank", "rank", "row_number"]
 # The benchmark's stream, scaled down: 50,000 contracts over 30,000 projects (a fifth of them
@@ -32,7 +32,7 @@ WIDE_PROJECT_OFFSET, WIDE_CONTRACT_OFFSET = 100_000, 20_000_000
 
 def wide_stream(seed: int) -> tuple[list[str], list[str]]:
     """The benchmark generator's history and one micro-batch, ids shifted."""
-    maker = bench.BatchMaker(0, WIDE_PROJECTS, seed)
+    maker = bench_streams.BatchMaker(0, WIDE_PROJECTS, seed)
     history, batch = maker.history(WIDE_HISTORY), maker.batch(WIDE_BATCH)
     return ([shifted(x, WIDE_PROJECT_OFFSET, WIDE_CONTRACT_OFFSET) for x in history],
             [shifted(x, WIDE_PROJECT_OFFSET, WIDE_CONTRACT_OFFSET) for x in batch])

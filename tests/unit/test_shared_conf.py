@@ -50,3 +50,13 @@ def test_shared_without_jars_or_warehouse_says_what_to_do(monkeypatch, tmp_path)
         session_spark_conf(str(tmp_path), SHARED)
     with pytest.raises(DbtRuntimeError, match="LAKERANK_WAREHOUSE"):
         session_spark_conf(str(tmp_path), {"spark.hadoop.hive.metastore.uris": "thrift://127.0.0.1:9083"})
+
+
+def test_the_shared_target_without_a_metastore_says_what_to_set(monkeypatch, tmp_path):
+    """The shared target renders with its variables unset (other targets' runs read the whole
+    profile), and a build on it stops and names the variable, never falls back to the home."""
+    monkeypatch.delenv("LAKERANK_SPARK_CONF", raising=False)
+    shared_unset = {"spark.lakerank.deployment": "shared", "spark.hadoop.hive.metastore.uris": "",
+                    "spark.sql.warehouse.dir": ""}
+    with pytest.raises(DbtRuntimeError, match="LAKERANK_METASTORE_URI"):
+        session_spark_conf(str(tmp_path), shared_unset)

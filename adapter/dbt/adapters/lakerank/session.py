@@ -107,6 +107,7 @@ def home_spark_conf(home: str) -> Dict[str, str]:
 # service. Its catalog and warehouse are the profile's; the home keeps only this process's
 # own files (scratch, logs, checkpoints, the build lock).
 METASTORE_URIS = "spark.hadoop.hive.metastore.uris"
+DEPLOYMENT = "spark.lakerank.deployment"
 # The home's Derby metastore and warehouse, and the settings that exist for them only: never
 # applied when the catalog is shared.
 HOME_CATALOG_KEYS = (
@@ -124,8 +125,9 @@ S3A_JARS = ("hadoop-aws-3.5.0.jar", "bundle-2.35.4.jar", "analyticsaccelerator-s
 
 
 def is_shared(conf: Dict[str, str]) -> bool:
-    """Whether these settings name a metastore service (the shared deployment)."""
-    return bool(str(conf.get(METASTORE_URIS, "") or "").strip())
+    """Whether these settings are the shared deployment's: they name a metastore service, or
+    the target says so (``spark.lakerank.deployment: shared``, the profile's shared target)."""
+    return bool(str(conf.get(METASTORE_URIS, "") or "").strip()) or conf.get(DEPLOYMENT) == "shared"
 
 
 def jars_dir() -> str:
@@ -158,6 +160,9 @@ def session_spark_conf(home: str, params: Dict[str, str]) -> Dict[str, str]:
     user = {**params, **env_spark_conf()}
     if not is_shared(user):
         return {**user, **home_spark_conf(home)}
+    if not str(user.get(METASTORE_URIS, "") or "").strip():
+        raise DbtRuntimeError("lakerank: the shared target needs a metastore service (spark.hadoop.hive.metastore."
+                              "uris, LAKERANK_METASTORE_URI in profiles/profiles.yml): docs/deployment.md")
     if not str(user.get("spark.sql.warehouse.dir", "") or "").strip():
         raise DbtRuntimeError("lakerank: the shared target needs a warehouse (spark.sql.warehouse.dir, "
                               "LAKERANK_WAREHOUSE in profiles/profiles.yml): docs/deployment.md")
