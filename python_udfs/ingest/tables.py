@@ -55,7 +55,7 @@ def landing_path(home: str, stream: str = "contracts") -> str:
 
 
 def stream_landing(spark, stream: str) -> str:
-    """Where ``stream``'s files land for this session: ``<spark.lakerank.landing>/<stream>``
+    """Where ``stream``'s files land for ``spark``: ``<spark.lakerank.landing>/<stream>``
     when the session has a landing zone of its own (the shared target's ``LAKERANK_LANDING``,
     which may be ``s3a://``: docs/deployment.md), else the home's (:func:`landing_path`)."""
     root = (spark.conf.get("spark.lakerank.landing", None) or "").strip()
