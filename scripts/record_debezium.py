@@ -49,16 +49,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "debezium"))
-from sources import DATABASES, Runner, _next_name, _number, _payload, build_runner, log  # noqa: E402
+from sources import DATABASES, DEBEZIUM_VERSION, Runner, _next_name, _number, _payload, build_runner, log  # noqa: E402
 from workload import Workload, ts  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RUNNER = ROOT / "tools" / "debezium-runner"
-SERVICES = ROOT / "scripts" / "services"
-DEBEZIUM_VERSION = "3.6.1.Final"
-DATABASE = "sales"
-START = dt.datetime(2026, 3, 2, 9, 0, 0)
-SEED = 50
+SEED = 50  # the workload's random choices
 
 
 

@@ -3,7 +3,6 @@ by scripts/services/) and the Debezium runner (tools/debezium-runner), built on 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import pathlib
@@ -18,8 +17,6 @@ RUNNER = ROOT / "tools" / "debezium-runner"
 SERVICES = ROOT / "scripts" / "services"
 DEBEZIUM_VERSION = "3.6.1.Final"
 DATABASE = "sales"
-START = dt.datetime(2026, 3, 2, 9, 0, 0)
-SEED = 50
 
 
 

@@ -4,21 +4,13 @@ of inserts, late inserts, ties, updates, moves, key changes, deletes and re-inse
 from __future__ import annotations
 
 import datetime as dt
-import pathlib
 import queue
 import random
 import time
 
-from sources import Runner, _payload  # noqa: E402
+from sources import Runner, _payload
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-RUNNER = ROOT / "tools" / "debezium-runner"
-SERVICES = ROOT / "scripts" / "services"
-DEBEZIUM_VERSION = "3.6.1.Final"
-DATABASE = "sales"
-START = dt.datetime(2026, 3, 2, 9, 0, 0)
-SEED = 50
-
+START = dt.datetime(2026, 3, 2, 9, 0, 0)  # the sign times' origin
 
 
 def ts(hours: float) -> str:
