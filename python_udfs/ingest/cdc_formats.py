@@ -335,7 +335,8 @@ def change_events(lines, fmt: str, columns, versions: bool = False, opts: Option
     order = []
     if positions:
         src, pos = (F.lit(None).cast("string"),) * 2 if arrival else map(F.expr, order_sql(fmt))
-        checked = checked.withColumn("src", F.when(good, src)).withColumn("pos", F.when(good & src.isNotNull(), pos))
+        # the position first, computed once; a message without one has no log either
+        checked = checked.withColumn("pos", F.when(good, pos)).withColumn("src", F.when(F.col("pos").isNotNull(), src))
         order = ["src", "pos"]
     exploded = checked.select(
         "file", "line", "batch_us", "text", "ts_ms", "skip", *order,

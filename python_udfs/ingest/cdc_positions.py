@@ -70,7 +70,7 @@ def _debezium(env: str) -> tuple:
         WHEN 'oracle' THEN {oracle}
     END"""
     src = f"concat_ws(':', {connector}, {_str(f('name'))})"
-    return f"CASE WHEN ({pos}) IS NOT NULL THEN {src} END", pos
+    return src, pos
 
 
 def _maxwell(_env: str) -> tuple:
@@ -82,13 +82,12 @@ def _maxwell(_env: str) -> tuple:
                    f"THEN concat({file}, ':', lpad({offset}, {_W}, '0'), ':', {xoffset}) END")
     by_xid = f"concat({_num(_get('v', 'ts'))}, ':', {_num(_get('v', 'xid'))}, ':', {xoffset})"
     pos = f"coalesce({by_position}, {by_xid})"
-    src = f"CASE WHEN ({pos}) IS NOT NULL THEN concat_ws(':', 'maxwell', {_str(_get('v', 'server_id'))}) END"
-    return src, pos
+    return f"concat_ws(':', 'maxwell', {_str(_get('v', 'server_id'))})", pos
 
 
 def _canal(_env: str) -> tuple:
     pos = f"concat({_num(_get('v', 'es'))}, ':', {_num(_get('v', 'id'))})"
-    return f"CASE WHEN ({pos}) IS NOT NULL THEN 'canal' END", pos
+    return "'canal'", pos
 
 
 POSITIONS = {"debezium-json": _debezium, "maxwell-json": _maxwell, "canal-json": _canal}
@@ -98,5 +97,6 @@ DEBEZIUM_ENVELOPE = "coalesce(variant_get(v, '$.payload'), v)"  # the payload of
 
 
 def order_sql(fmt: str) -> tuple:
-    """``(src, pos)``: the SQL of a ``fmt`` message's log and position (module doc)."""
+    """``(src, pos)``: the SQL of a ``fmt`` message's log and position (module doc); ``src``
+    names the log of a message whose ``pos`` is not NULL (the caller keeps it only there)."""
     return POSITIONS[fmt](DEBEZIUM_ENVELOPE)
