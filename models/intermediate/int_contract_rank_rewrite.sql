@@ -2,7 +2,9 @@
     what it computes): the new rows of every touched project's tail for the fact, the
     zipper and the accumulation, which each of them then commits as a diff against its own
     rows. Its query stores what the pass reads (`lakerank.rank_inputs()`, each rank table's
-    view read once); a post-hook adds the results computed from those stored rows. No seed
+    view read once); a post-hook adds the results computed from those stored rows, the next
+    checks them (`lakerank.check_rank_results`: a wrong rank stops the build here, before
+    any rank table commits it). No seed
     table of its own: it replaces the Flink state the seed's jobs keep between their
     stages. Rebuilt every build for its window, which it records; a rank table whose window
     it does not cover expands the same SQL. -#}
@@ -11,6 +13,7 @@
     partition_by=['part'],
     post_hook=[
         "{{ lakerank.insert_rank_results() }}",
+        "{{ lakerank.check_rank_results(this) }}",
         "{{ lakerank.record_rewrite_window() }}",
     ],
 ) }}

@@ -60,6 +60,7 @@ from spike_sql import (  # noqa: E402
     ingest_sql,
     inputs_sql,
     naive_rank_sql,
+    offsets_changelog_sql,
     offsets_inputs_sql,
     offsets_results_sql,
     results_sql,
@@ -225,6 +226,8 @@ def main() -> int:
         if args.offsets:
             step("offsets: 2 inputs", offsets_inputs_sql(out / "changes", state), out / "offset_inputs", "part")
             step("offsets: 3 results", offsets_results_sql(out / "offset_inputs"), out / "offset_changes", "part")
+            step("offsets: 4 changelog, stored per contract", offsets_changelog_sql(out / "offset_changes", state),
+                 out / "offset_changelog")
             step("offsets: read view", f"""
                 select l.project_id, l.contract_id, l.sign_time, l.local_rn + o.block_offset as asc_rn
                 from parquet.`{state}/loc` as l inner join parquet.`{state}/off` as o
@@ -321,8 +324,19 @@ def check(state: pathlib.Path, out: pathlib.Path, offsets: bool) -> dict:
             select (select count(*) from (select * from want except all ({view}))),
                    (select count(*) from (({view}) except all select * from want)),
                    (select count(*) from {parts} where rowkind in ('+I', '+U'))""").fetchone()
-        result["offsets"] = {"rows_written": orows, "missing": om, "unexpected": ou, "exact": om == 0 and ou == 0}
-        result["exact"] = result["exact"] and om == 0 and ou == 0
+        cl = f"read_parquet('{out}/offset_changelog/*.parquet')"
+        replayed = f"""
+            select project_id, contract_id, sign_time, asc_rn from read_parquet('{state}/fct')
+            where contract_id not in (select contract_id from {cl} where rowkind in ('-U', '-D'))
+            union all
+            select project_id, contract_id, sign_time, asc_rn from {cl} where rowkind in ('+I', '+U')"""
+        cm, cu, crows = con.execute(f"""
+            select (select count(*) from (select * from want except all ({replayed}))),
+                   (select count(*) from (({replayed}) except all select * from want)),
+                   (select count(*) from {cl})""").fetchone()
+        result["offsets"] = {"rows_written": orows, "missing": om, "unexpected": ou, "exact": om == 0 and ou == 0,
+                             "changelog_rows": crows, "changelog_missing": cm, "changelog_unexpected": cu}
+        result["exact"] = result["exact"] and om == 0 and ou == 0 and cm == 0 and cu == 0
     return result
 
 

@@ -312,3 +312,59 @@ def changelog_sql(new: str, old: str) -> str:
         named_struct('rowkind', if(has_old, '+U', '+I'), 'has', has_new, 'img', new_row)
     ), x -> x.has)) r
     """
+
+
+def offsets_changelog_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
+    """The alternative's statement 3 when the per-contract changelog stays stored (the
+    interface of `fct_contract_rank_changelog` kept): every contract whose asc_rn, image or
+    liveness changed, as -U/+U pairs (+I, -D), from the local-rank and offset changes of
+    statement 2 - a contract of a block whose offset moved gets a pair even though its own
+    row did not change. Reads the local-rank rows of the blocks whose offset moved."""
+    img = "from_json(img, 'project_id bigint, contract_id bigint, sign_time string, " \
+          "amount decimal(18, 2), block string, local_rn bigint') as i"
+
+    def ntz(field: str) -> str:  # a JSON time (with a Z when it was a session-zone timestamp), naive
+        return f"cast(substr({field}, 1, 19) as timestamp_ntz)"
+    return f"""
+    with
+    oc as (
+        -- block_offset, a sum over a window, is a JSON number with a fraction
+        select rowkind, from_json(img, 'project_id bigint, block string, block_offset double') as i
+        from parquet.`{changes}` where part = 'off'
+    ),
+    moved as (
+        select i.project_id, {ntz('i.block')} as block,
+               cast(max(case when rowkind in ('-U', '-D') then i.block_offset end) as bigint) as old_off,
+               cast(max(case when rowkind in ('+U', '+I') then i.block_offset end) as bigint) as new_off
+        from oc group by i.project_id, {ntz('i.block')}
+    ),
+    lc_json as (select rowkind, {img} from parquet.`{changes}` where part = 'loc'),
+    lc as (
+        select rowkind, named_struct('project_id', i.project_id, 'contract_id', i.contract_id,
+                                     'sign_time', {ntz('i.sign_time')}, 'amount', i.amount,
+                                     'block', {ntz('i.block')}, 'local_rn', i.local_rn) as i
+        from lc_json
+    ),
+    changed_ids as (select distinct i.contract_id from lc),
+    shifted as (
+        select l.project_id, l.contract_id, l.sign_time, l.amount,
+               l.local_rn + m.old_off as old_asc, l.local_rn + m.new_off as new_asc
+        from parquet.`{state}/loc` as l
+        inner join moved as m on l.project_id = m.project_id and l.block = m.block
+        left anti join changed_ids as c on l.contract_id = c.contract_id
+        where m.old_off <> m.new_off
+    ),
+    own as (
+        select lc.rowkind, lc.i.project_id, lc.i.contract_id, lc.i.sign_time, lc.i.amount,
+               lc.i.local_rn + cast(case when lc.rowkind in ('-U', '-D') then coalesce(m.old_off, o.block_offset)
+                                         else coalesce(m.new_off, o.block_offset) end as bigint) as asc_rn
+        from lc
+        left join moved as m on lc.i.project_id = m.project_id and lc.i.block = m.block
+        left join parquet.`{state}/off` as o on lc.i.project_id = o.project_id and lc.i.block = o.block
+    )
+    select '-U' as rowkind, project_id, contract_id, sign_time, amount, old_asc as asc_rn from shifted
+    union all
+    select '+U', project_id, contract_id, sign_time, amount, new_asc from shifted
+    union all
+    select rowkind, project_id, contract_id, sign_time, amount, asc_rn from own
+    """

@@ -1,18 +1,9 @@
-{#- Every (project, segment) slice this build's rank rewrite produced holds exact ranks:
-    `mem_rn` is the rank function recomputed over the slice, `asc_rn = mem_rn + base_max_rn`,
-    `base_max_rn` is the value of the zipper version in force just before the slice's segment
-    start (the seed's lookup; 0 before a project's first version), every contract's rank
-    agrees with the zipper version that starts at its sign time (positions used by contracts
-    signed at or before it: dense_rank equals it; rank is it minus the ties at that time plus
-    one; row_number lies within the ties), and every rewritten zipper version starts at a
-    live contract's sign time. These invariants hold slice by slice (ties share a sign time,
-    so a slice), so the test reads the rewrite's new fact and zipper rows (parts 'fct' and
-    'dim': the complete contents of each touched project's tail), never the marts' history.
-    It checks them before the rank tables commit them: dbt builds a model's children after
-    its tests, so a wrong rank stops the build before it reaches a table. That the tables
-    then hold exactly those rows is their commit's own guarantee (the merge-on-read diff). -#}
-{%- set fn = lakerank.rank_function() -%}
-{%- set rewrite = ref('int_contract_rank_rewrite') -%}
+{#- Audit (`dbt test --selector audit`): every (project, segment) slice the last build's rank
+    rewrite produced holds exact ranks, and its staged keys are unique and its columns set
+    (`lakerank.rank_slice_problems` says which invariants). The build itself runs the same
+    query inside the rank rewrite, before any rank table commits (`check_rank_results`);
+    this test re-reads the rows afterwards. -#}
+{{ config(tags=['audit']) }}
 
 {%- if lakerank.rank_rewrite_is_empty() %}
 
@@ -20,106 +11,6 @@ select 'no slice rewritten' as nothing_to_check where false
 
 {%- else %}
 
-with
+{{ lakerank.rank_slice_problems(ref('int_contract_rank_rewrite')) }}
 
-scope as (
-    select
-        project_id,
-        touched_from
-    from {{ rewrite }}
-    where part = 'scope'
-),
-
-fct as (
-    select {{ lakerank.rank_columns('fct') | join(', ') }}
-    from {{ rewrite }}
-    where part = 'fct'
-),
-
-zipper as (
-    select
-        dim.project_id,
-        dim.ver_start,
-        dim.base_max_rn,
-        dim.ver_start < scope.touched_from as is_head
-    from {{ rewrite }} as dim
-    inner join scope on dim.project_id = scope.project_id
-    where dim.part = 'dim'
-),
-
-recomputed as (
-    select
-        *,
-        {{ lakerank.rank_over('project_id, segment_start') }} as want_mem_rn,
-        min(base_max_rn) over (partition by project_id, segment_start) as slice_base_low,
-        max(base_max_rn) over (partition by project_id, segment_start) as slice_base_high,
-        count(*) over (partition by project_id, sign_time) as n_ties
-    from fct
-),
-
-slice_bases as (
-    {#- the value of the latest version starting strictly before each slice: slices and
-        versions in time order per project, a slice before a version at the same time -#}
-    select
-        project_id,
-        t as segment_start,
-        coalesce(last_value(version_base, true) over (
-            partition by project_id order by t, is_version
-            rows between unbounded preceding and 1 preceding), 0) as want_base,
-        is_version
-    from (
-        select distinct project_id, segment_start as t, 0 as is_version, cast(null as bigint) as version_base
-        from fct
-        union all
-        select project_id, ver_start as t, 1 as is_version, base_max_rn as version_base
-        from zipper
-    ) as points
-),
-
-checked as (
-    select
-        coalesce(recomputed.project_id, zipper.project_id) as project_id,
-        recomputed.segment_start,
-        recomputed.contract_id,
-        zipper.ver_start,
-        recomputed.mem_rn,
-        recomputed.want_mem_rn,
-        recomputed.base_max_rn,
-        recomputed.slice_base_low,
-        recomputed.slice_base_high,
-        slice_bases.want_base,
-        recomputed.asc_rn,
-        zipper.base_max_rn as positions_through,
-        recomputed.n_ties
-    from recomputed
-    left join slice_bases
-        on
-            recomputed.project_id = slice_bases.project_id
-            and recomputed.segment_start = slice_bases.segment_start
-            and slice_bases.is_version = 0
-    full outer join zipper
-        on
-            recomputed.project_id = zipper.project_id
-            and recomputed.sign_time = zipper.ver_start
-    where
-        recomputed.contract_id is not null
-        or not zipper.is_head
-)
-
-select * from checked
-where
-    contract_id is null
-    or mem_rn <> want_mem_rn
-    or slice_base_low <> slice_base_high
-    or asc_rn <> mem_rn + base_max_rn
-    or base_max_rn <> want_base
-    or positions_through is null
-{%- if fn == 'dense_rank' %}
-    or asc_rn <> positions_through
-{%- elif fn == 'rank' %}
-    or asc_rn <> positions_through - n_ties + 1
-{%- else %}
-    or asc_rn > positions_through
-    or asc_rn <= positions_through - n_ties
-{%- endif %}
 {%- endif %}

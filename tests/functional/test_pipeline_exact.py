@@ -91,7 +91,7 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         # `rank` compacts the merge-on-read tables every 2 commits, the others never here.
         tested = rank_function == "dense_rank" or i == len(batches) - 1 or (rank_function == "rank" and i == 2)
         with counting_crossings() as crossings:
-            result = lakerank.dbt("build" if tested else "run", vars=settings)
+            result = lakerank.dbt(*(("build", "--selector", "with_audits") if tested else ("run",)), vars=settings)
         if i > 0:
             # One commit surface (docs/design.md): a merge_on_read commit, compaction included
             # (`rank` compacts every 2 commits), and the publication cross from Jinja to
@@ -134,6 +134,14 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         plant_wrong_rank(lakerank, 6103 + CONTRACT_OFFSET)
         result = lakerank.dbt("test", "--select", "assert_fct_ranks_exact_per_slice", expect_success=False)
         assert [r.failures for r in result.result if r.node.resource_type == "test"] == [1]
+        # The build runs the same check inside the rank rewrite, before the rank tables commit:
+        # it stops with the failing row in its message.
+        messages: list = []
+        result = lakerank.dbt("run-operation", "check_rank_results", "--args",
+                              '{"rewrite": "lakerank.int_contract_rank_rewrite", "pending": true}',
+                              expect_success=False, messages=messages)
+        stopped = [m for m in messages if "fail the per-slice check" in m]
+        assert not result.success and stopped and f'"contract_id":{6103 + CONTRACT_OFFSET},' in stopped[0], messages
         # An unexpected rowkind in the ingest's changelog fails its row check.
         spark = lakerank.spark()
         cols = spark.table("lakerank.stg_contract_changelog").columns
@@ -159,7 +167,12 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         # Nothing new landed, so the commit is the published one, but its bases moved: the
         # reader views are redefined over them.
         assert_read_layer_current(lakerank)
-        lakerank.dbt("build", vars={"rank_function": other})  # nothing to do: views kept
+        result = lakerank.dbt("build", vars={"rank_function": other})  # nothing to do: views kept
+        # A plain `dbt build` leaves the audits out (selectors.yml); `dbt test` runs them.
+        assert not [r.node.name for r in result.result if r.node.resource_type == "test"]
+        audits = [r for r in lakerank.dbt("test", vars={"rank_function": other}).result
+                  if r.node.resource_type == "test"]
+        assert len(audits) == 8 and all(r.status == "pass" for r in audits), [(r.node.name, r.status) for r in audits]
         assert_read_layer_current(lakerank)
 
 

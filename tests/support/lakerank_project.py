@@ -36,8 +36,10 @@ class Lakerank:
         self.landed += 1
         return path
 
-    def dbt(self, *args, vars: dict | None = None, expect_success: bool = True, project: pathlib.Path = ROOT):
-        """`dbt <args>` on this home; ``project``: another project folder (an edited copy)."""
+    def dbt(self, *args, vars: dict | None = None, expect_success: bool = True, project: pathlib.Path = ROOT,
+            messages: list | None = None):
+        """`dbt <args>` on this home; ``project``: another project folder (an edited copy);
+        ``messages``: a list that receives the text of every event dbt logs."""
         os.environ["LAKERANK_HOME"] = str(self.home)
         cli = [*args, "--project-dir", str(project), "--profiles-dir", str(ROOT / "profiles")]
         vars = {**(EXAMPLES_ON if self.examples else {}), **(vars or {})}
@@ -45,7 +47,12 @@ class Lakerank:
             import json
 
             cli += ["--vars", json.dumps(vars)]
-        result = self.runner.invoke(cli)
+        runner = self.runner
+        if messages is not None:
+            from dbt.cli.main import dbtRunner
+
+            runner = dbtRunner(callbacks=[lambda event: messages.append(event.info.msg)])
+        result = runner.invoke(cli)
         if expect_success and not result.success:
             failed = [
                 f"{r.node.name}: {r.message}" for r in (result.result or []) if r.status in ("error", "fail")
