@@ -132,6 +132,7 @@ def alter_if(spark, db: str, name: str, properties: dict, key: str, expected: Op
 
 class _State:
     lease: Optional[Lease] = None
+    last_epoch: int = -1  # the epoch of the lease this process held last
     lost: str = ""
     spark = None
     stop: Optional[threading.Event] = None
@@ -163,12 +164,14 @@ def describe(lease: Lease) -> str:
     return f"writer {lease.writer} ({lease.holder}, epoch {lease.epoch})"
 
 
-def acquire(spark, wait: float, ttl: float, say: Callable[[str], None]) -> Lease:
+def acquire(spark, wait: float, ttl: float, say: Callable[[str], None]) -> bool:
     """Take the lease for this process, waiting up to ``wait`` seconds for its holder to
     release it or to be gone (its value unchanged for its time to live); ``say`` tells once
-    that it waits, and whom it took over from. :class:`LeaseBusyError` after ``wait``."""
+    that it waits, and whom it took over from. :class:`LeaseBusyError` after ``wait``.
+    Returns whether another writer held it since this process last did (then what this
+    process remembers of the catalog's tables is stale)."""
     if _STATE.lease is not None and not _STATE.lost:
-        return _STATE.lease
+        return False
     ensure_lease_table(spark)
     started = seen_at = time.monotonic()
     seen, told = None, False
@@ -188,8 +191,9 @@ def acquire(spark, wait: float, ttl: float, say: Callable[[str], None]) -> Lease
             if gone:
                 say(f"lakerank: took over the shared catalog's build lease from {describe(other)}: its holder "
                     f"stopped renewing it {other.ttl:.0f} s ago")
+            others = last is None or last.epoch != _STATE.last_epoch
             _hold(spark, mine)
-            return mine
+            return others
         if now - started >= wait:
             raise LeaseBusyError(
                 f"lakerank: another build holds the shared catalog's build lease: {describe(other)}. Refusing to "
@@ -202,7 +206,7 @@ def acquire(spark, wait: float, ttl: float, say: Callable[[str], None]) -> Lease
 
 
 def _hold(spark, lease: Lease) -> None:
-    _STATE.lease, _STATE.lost, _STATE.spark = lease, "", spark
+    _STATE.lease, _STATE.lost, _STATE.spark, _STATE.last_epoch = lease, "", spark, lease.epoch
     _STATE.stop = threading.Event()
     threading.Thread(target=_heartbeat, args=(_STATE.stop,), name="lakerank-lease", daemon=True).start()
 

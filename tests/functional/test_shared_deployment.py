@@ -63,8 +63,8 @@ def stop(started: list) -> None:
 
 
 @pytest.fixture(scope="module")
-def services():
-    """PostgreSQL, s3proxy and the metastore service on them, for this module; stopped by pid."""
+def stores():
+    """PostgreSQL and s3proxy, for this module; stopped by pid."""
     env = dict(os.environ)
     started = []
     try:
@@ -75,13 +75,35 @@ def services():
         started.append(("postgres.sh", pg["LAKERANK_PG_DIR"]))
         s3 = start("s3proxy.sh", env)
         started.append(("s3proxy.sh", s3["LAKERANK_S3PROXY_DIR"]))
-        settings = {**pg, **s3, "LAKERANK_WAREHOUSE": f"s3a://{s3['LAKERANK_S3_BUCKET']}/warehouse",
-                    "LAKERANK_LANDING": f"s3a://{s3['LAKERANK_S3_BUCKET']}/landing"}
-        ms = start("metastore.sh", {**env, **settings})
-        started.append(("metastore.sh", ms["LAKERANK_METASTORE_DIR"]))
-        yield {**settings, **ms, **dict(line.split("=", 1) for line in jars.stdout.splitlines() if "=" in line)}
+        yield {**pg, **s3, **dict(line.split("=", 1) for line in jars.stdout.splitlines() if "=" in line)}
     finally:
         stop(started)
+
+
+def catalog(stores: dict, database: str, prefix: str):
+    """A metastore service on the catalog ``database`` of the stores' PostgreSQL, its warehouse
+    and landing zone under ``prefix`` of the bucket: its settings, while it runs."""
+    bucket = stores["LAKERANK_S3_BUCKET"]
+    settings = {**stores, "LAKERANK_METASTORE_DB": database, "LAKERANK_WAREHOUSE": f"s3a://{bucket}/{prefix}warehouse",
+                "LAKERANK_LANDING": f"s3a://{bucket}/{prefix}landing"}
+    ms = start("metastore.sh", {**os.environ, **settings})
+    try:
+        yield {**settings, **ms}
+    finally:
+        stop([("metastore.sh", ms["LAKERANK_METASTORE_DIR"])])
+
+
+@pytest.fixture(scope="module")
+def services(stores):
+    """The stores and a metastore service on them, for this module."""
+    yield from catalog(stores, "metastore", "")
+
+
+@pytest.fixture
+def race_catalog(stores):
+    """A catalog of its own (another metastore service, warehouse and landing zone) on the same
+    stores: the race starts from nothing, whatever ran before it in the module."""
+    yield from catalog(stores, "race", "race/")
 
 
 def test_pipeline_exact_on_shared_catalog_and_s3(services, tmp_path):
@@ -189,7 +211,7 @@ def stopped(pid: int) -> bool:
         return fh.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def test_several_writers_race_and_one_is_killed_mid_commit(services, tmp_path):
+def test_several_writers_race_and_one_is_killed_mid_commit(race_catalog, tmp_path):
     """Two builders, separate homes, one catalog and bucket, race three rounds of landed events:
     1. both build at once: one waits for the lease, then finds nothing new;
     2. A pauses (SIGSTOP) after staging a commit; its lease runs out, B takes it over, sweeps
@@ -197,10 +219,11 @@ def test_several_writers_race_and_one_is_killed_mid_commit(services, tmp_path):
     3. A is killed (SIGKILL) between a commit's audit partition and its record while B waits: B
        takes the lease over and finishes the commit.
     Then every table is exact against the oracle (each landed event applied once: the ingest
-    log reconciles), no partition's directory was deleted, and a record expecting a stale
-    commit id is refused by the metastore."""
+    log reconciles), no partition's directory was deleted, a record expecting a stale commit
+    id is refused by the metastore, and a writer whose lease was taken over leaves the new
+    holder's stage when it sweeps and refuses to recover."""
     started, timings = time.time(), {}
-    a, b = Builder("a", services, tmp_path), Builder("b", services, tmp_path)
+    a, b = Builder("a", race_catalog, tmp_path), Builder("b", race_catalog, tmp_path)
     try:
         ok(a, a.result()), ok(b, b.result())
         timings["ready"] = round(time.time() - started, 1)
@@ -238,13 +261,14 @@ def test_several_writers_race_and_one_is_killed_mid_commit(services, tmp_path):
         assert WAITED in b.text() and TOOK_OVER in b.text()[mark:], b.text()[-4000:]
 
         b.send(cmd="check", batches=3)
-        fenced = ok(b, b.result())["fenced"]
-        assert "has been modified" in fenced and "lakerank.commit_id" in fenced, fenced
+        checked = ok(b, b.result())
+        assert "has been modified" in checked["fenced"] and "lakerank.commit_id" in checked["fenced"], checked
+        assert f"{LOST} (taken over by writer w0d15ea5e" in checked["lost"], checked
     finally:
         a.stop()
         b.stop()
     timings["total"] = round(time.time() - started, 1)
     print("several writers timings (s):", timings)
-    secret = services["AWS_SECRET_ACCESS_KEY"]
+    secret = race_catalog["AWS_SECRET_ACCESS_KEY"]
     assert not any(secret in p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()
                    and p.suffix in (".log", ".jsonl", ".json"))

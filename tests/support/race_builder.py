@@ -10,8 +10,9 @@ appends one JSON result a line to ``RESULTS``:
   ``lakerank_fault``, e.g. a ``kill:<step>`` that SIGKILLs this process mid-commit, or a
   ``stop:<step>`` that SIGSTOPs it until its driver sends SIGCONT);
 - ``{"cmd": "check", "batches": n}``: every table exact against the independent oracle of
-  batches ``0..n-1`` (the ingest log reconciles), every partition's directory present, and
-  a commit record with a stale expected commit id refused by the metastore;
+  batches ``0..n-1`` (the ingest log reconciles), every partition's directory present, a
+  commit record with a stale expected commit id refused by the metastore, and a writer
+  whose lease was taken over leaving the new holder's stage and refusing to recover;
 - ``{"cmd": "quit"}``.
 """
 
@@ -87,6 +88,36 @@ def stale_record_refused(spark) -> str:
     raise AssertionError(f"a record expecting commit {stale} was accepted over commit {current}")
 
 
+def live_stage_kept(spark) -> str:
+    """A writer whose lease another writer took over sweeps the audit log of fct_contract_rank:
+    the new holder's stage stays, and its recovery refuses. The other writer's takeover is the
+    lease value it writes (its id, the next epoch); its stage is a directory named as its own."""
+    from python_udfs.commit import lease, protocol
+
+    table = ("lakerank", "fct_contract_rank__audit_log")
+    lease.acquire(spark, 60, 600, print)
+    mine = lease.held()
+    other = lease.Lease("w0d15ea5e", "another host pid 1", mine.epoch + 1, 0, 600)
+    lease.alter_if(spark, lease.LEASE_DB, lease.LEASE_TABLE, {lease.KEY: other.value()}, lease.KEY, mine.value())
+    stage = protocol.stage_dir(protocol.table_location(spark, table), "c", 999, "0badcafe").replace(
+        lease.WRITER, other.writer)
+    path, fs = protocol._fs(spark, stage + "/part-0.parquet")
+    fs.create(path, True).close()
+    try:
+        protocol.sweep(spark, table)
+        assert fs.exists(path), f"{stage}: the live writer's stage was deleted"
+        try:
+            protocol.recover(spark, table, -1)
+        except lease.LeaseLostError as exc:
+            return str(exc)
+        raise AssertionError("a writer whose lease was taken over recovered a table")
+    finally:
+        protocol.delete_path(spark, stage)
+        lease.alter_if(spark, lease.LEASE_DB, lease.LEASE_TABLE, {lease.KEY: lease._released(other)}, lease.KEY,
+                       other.value())
+        lease.release()
+
+
 def check(lakerank, batches: int) -> dict:
     oracle = cdc.Oracle()
     for i in range(batches):
@@ -95,7 +126,7 @@ def check(lakerank, batches: int) -> dict:
     spark = lakerank.spark()
     missing = missing_partition_dirs(spark)
     assert not missing, f"partitions whose directory was deleted: {missing[:5]}"
-    return {"fenced": stale_record_refused(spark)}
+    return {"fenced": stale_record_refused(spark), "lost": live_stage_kept(spark)}
 
 
 def main(results: str) -> None:

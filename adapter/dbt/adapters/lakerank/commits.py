@@ -21,6 +21,15 @@ def _table(relation):
     return (relation.schema, relation.identifier)
 
 
+def _unless_fenced(target, call):
+    """``call()``; a lost lease or a live writer's intent (the shared catalog: docs/deployment.md,
+    "Several writers") as a dbt error that says the table is untouched."""
+    try:
+        return call()
+    except (lease.FencedError, lease.LeaseLostError) as exc:
+        raise DbtRuntimeError(f"{exc}; {target} is left as it is") from None
+
+
 class CommitMixin(metaclass=AdapterMeta):
     @available
     @driver_side
@@ -32,11 +41,8 @@ class CommitMixin(metaclass=AdapterMeta):
         'root': root}``."""
         spark = self._session()
         root = root or protocol.table_location(spark, _table(target))
-        try:
-                done = protocol.recover(spark, _table(target), int(recorded), [(_table(rel), col) for rel, col in logs],
-                                    root)
-        except (lease.FencedError, lease.LeaseLostError) as exc:
-            raise DbtRuntimeError(f"{exc}; {target} is left as it is") from None
+        logs = [(_table(rel), col) for rel, col in logs]
+        done = _unless_fenced(target, lambda: protocol.recover(spark, _table(target), int(recorded), logs, root))
         return {"done": f"{target}: {done}" if done else "", "root": root}
 
     @available
@@ -57,7 +63,7 @@ class CommitMixin(metaclass=AdapterMeta):
     def lakerank_commit_swap(self, target, plan) -> Dict[str, int]:
         """Point ``target`` at the plan's directories (partitions replaced, created, dropped;
         ``relocate`` of the table), one metastore call per kind of change."""
-        return protocol.swap(self._session(), _table(target), plan)
+        return _unless_fenced(target, lambda: protocol.swap(self._session(), _table(target), plan))
 
     @available
     @driver_side

@@ -5,8 +5,10 @@ the conditional alter are :mod:`python_udfs.commit.lease`'s; this is their dbt s
 - :func:`take_lease` (an embedded connection's open, on the shared target): once per
   invocation of a command that writes (not ``dbt show``, ``compile``, ``test``, ...), the
   lease is taken, waiting up to ``LAKERANK_LEASE_WAIT`` seconds (default 600) for another
-  builder; its time to live is ``LAKERANK_LEASE_TTL`` (default 60 s). :func:`give_back`
-  (the invocation's end) releases it.
+  builder; its time to live is ``LAKERANK_LEASE_TTL`` (default 60 s). When another writer
+  held it since this process last did, the session's cached tables (relations, file
+  listings, cached data) are dropped first. :func:`give_back` (the invocation's end)
+  releases it.
 - :func:`observe` notes the ``lakerank.commit_id`` of a table the first time the invocation
   reads it; :func:`record` sets a commit's properties only while the table still has that
   value, so a build whose lease was lost, or that raced, records nothing over another's.
@@ -53,10 +55,13 @@ def take_lease(spark) -> None:
         if _TAKEN.get("invocation") == invocation and lease.held() is not None:
             return
         try:
-            lease.acquire(spark, float(os.environ.get("LAKERANK_LEASE_WAIT", "600")),
-                          float(os.environ.get("LAKERANK_LEASE_TTL", "60")), _say)
+            others = lease.acquire(spark, float(os.environ.get("LAKERANK_LEASE_WAIT", "600")),
+                                   float(os.environ.get("LAKERANK_LEASE_TTL", "60")), _say)
         except lease.LeaseBusyError as exc:
             raise LakerankBusyError(str(exc)) from None
+        if others:  # tables this process read may have moved: read them afresh
+            spark._jsparkSession.sessionState().catalog().invalidateAllCachedTables()
+            spark.catalog.clearCache()
         _TAKEN["invocation"] = invocation
 
 
