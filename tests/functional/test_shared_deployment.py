@@ -154,7 +154,7 @@ class Builder:
     def __init__(self, name: str, services: dict, tmp_path: pathlib.Path):
         self.results, self.log = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.log"
         self.results.touch()
-        env = {**os.environ, **services, "LAKERANK_HOME": str(tmp_path / name), "LAKERANK_LEASE_TTL": "8",
+        env = {**os.environ, **services, "LAKERANK_HOME": str(tmp_path / name), "LAKERANK_LEASE_TTL": "10",
                "DBT_TARGET_PATH": str(tmp_path / f"target-{name}"), "DBT_LOG_PATH": str(tmp_path / f"logs-{name}"),
                "LAKERANK_TEST_HOOKS": "1",
                "PYTHONPATH": os.pathsep.join([str(ROOT / "adapter"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
