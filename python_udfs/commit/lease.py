@@ -23,6 +23,7 @@ The embedded target takes no lease: nothing here runs there (:func:`held` is Non
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -206,6 +207,8 @@ def acquire(spark, wait: float, ttl: float, say: Callable[[str], None]) -> bool:
 
 
 def _hold(spark, lease: Lease) -> None:
+    if _STATE.spark is None:  # registered after the JVM's start: runs before pyspark stops it
+        atexit.register(_release_at_exit)
     _STATE.lease, _STATE.lost, _STATE.spark, _STATE.last_epoch = lease, "", spark, lease.epoch
     _STATE.stop = threading.Event()
     threading.Thread(target=_heartbeat, args=(_STATE.stop,), name="lakerank-lease", daemon=True).start()
@@ -278,6 +281,15 @@ def release() -> None:
 
 
 # -- writers ---------------------------------------------------------------------------------
+
+def _release_at_exit() -> None:
+    """A process that ends holding the lease gives it back (else it is free after its time
+    to live); at exit the metastore may be out of reach: then nothing."""
+    try:
+        release()
+    except Exception:  # noqa: BLE001 - exiting either way
+        pass
+
 
 def stage_suffix() -> str:
     """What a stage directory's name ends with while a lease is held: ``-<writer id>``."""

@@ -71,7 +71,6 @@ def give_back() -> None:
         _TAKEN.pop("invocation", None)
         lease.release()
 
-
 def _key(schema: str, name: str) -> Tuple[str, str]:
     return get_invocation_id(), f"{schema}.{name}".lower()
 

@@ -43,6 +43,15 @@ class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, Rewr
         super().cleanup_connections()
         give_back()
 
+    def release_connection(self) -> None:
+        """dbt's; a `dbt run-operation` is over when its one connection is released (it never
+        cleans up its connections): its lease goes back then."""
+        super().release_connection()
+        from dbt.flags import get_flags
+
+        if getattr(get_flags(), "WHICH", None) == "run-operation":
+            give_back()
+
     @available
     def lakerank_home(self) -> str:
         """Absolute ``LAKERANK_HOME`` of the embedded target (landing, checkpoints)."""
