@@ -140,6 +140,7 @@ class _State:
 
 
 _STATE = _State()
+_RENEWAL = threading.Lock()
 
 
 def held() -> Optional[Lease]:
@@ -216,23 +217,25 @@ def _hold(spark, lease: Lease) -> None:
 
 def _heartbeat(stop: threading.Event) -> None:
     """Renew the held lease every quarter of its time to live; a refused renewal (another
-    writer took it over) or none for a whole time to live marks it lost."""
+    writer took it over) or none for a whole time to live marks it lost. A renewal and the
+    release never overlap (``_RENEWAL``): a release never expects a value a renewal replaced."""
     renewed = time.monotonic()
     while not stop.wait(_STATE.lease.ttl / 4 if _STATE.lease else 1):
-        lease = _STATE.lease
-        if lease is None:
-            return
-        nxt = Lease(lease.writer, lease.holder, lease.epoch, lease.beat + 1, lease.ttl)
-        try:
-            alter_if(_STATE.spark, LEASE_DB, LEASE_TABLE, {KEY: nxt.value()}, KEY, lease.value())
-            _STATE.lease, renewed = nxt, time.monotonic()
-        except FencedError:
-            _lose(_taken_by(parse(get_property(_STATE.spark, LEASE_DB, LEASE_TABLE, KEY))))
-            return
-        except Exception:  # the metastore unreachable: try again, until the time to live is over
-            if time.monotonic() - renewed >= lease.ttl:
-                _lose(f"not renewed for {lease.ttl:.0f} s (the metastore did not answer)")
+        with _RENEWAL:
+            lease = _STATE.lease
+            if lease is None or stop.is_set():
                 return
+            nxt = Lease(lease.writer, lease.holder, lease.epoch, lease.beat + 1, lease.ttl)
+            try:
+                alter_if(_STATE.spark, LEASE_DB, LEASE_TABLE, {KEY: nxt.value()}, KEY, lease.value())
+                _STATE.lease, renewed = nxt, time.monotonic()
+            except FencedError:
+                _lose(_taken_by(parse(get_property(_STATE.spark, LEASE_DB, LEASE_TABLE, KEY))))
+                return
+            except Exception:  # the metastore unreachable: try again, until the time to live is over
+                if time.monotonic() - renewed >= lease.ttl:
+                    _lose(f"not renewed for {lease.ttl:.0f} s (the metastore did not answer)")
+                    return
 
 
 def _taken_by(current: Optional[Lease]) -> str:
@@ -267,10 +270,11 @@ def confirm(spark) -> None:
 def release() -> None:
     """Give the lease back (no writer, the epoch kept), if this process holds it; its
     heartbeat stops."""
-    lease, spark = _STATE.lease, _STATE.spark
-    if _STATE.stop is not None:
-        _STATE.stop.set()
-    _STATE.lease, _STATE.stop = None, None
+    with _RENEWAL:
+        lease, spark = _STATE.lease, _STATE.spark
+        if _STATE.stop is not None:
+            _STATE.stop.set()
+        _STATE.lease, _STATE.stop = None, None
     if lease is None or _STATE.lost:
         _STATE.lost = ""
         return
