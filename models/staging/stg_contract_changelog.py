@@ -1,6 +1,7 @@
 """Seed 000 source stage — replaces the CDC source `mysql_project_contract_table`.
 
-Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/
+Streams the JSON Lines CDC events landed under $LAKERANK_HOME/landing/contracts/ (the
+shared target: LAKERANK_LANDING/contracts/, its checkpoint under the warehouse)
 into a clean retract changelog (+I, -U, +U, -D) of the live contract set, one
 partition per commit. The landed lines' format is the var `contracts_format`
 (dbt_project.yml: lakerank, debezium-json, canal-json or maxwell-json; docs/cdc_formats.md), read
@@ -12,12 +13,11 @@ Python UDF. The work is in python_udfs.ingest.contract_ingest.
 
 from python_udfs.ingest.cdc_formats import cdc_options
 from python_udfs.ingest.contract_ingest import run_contract_ingest
-from python_udfs.ingest.tables import stream_landing
+from python_udfs.ingest.tables import checkpoint_dir, stream_landing
 
 
 def model(dbt, session):
     dbt.config(materialized="stream_ingest", file_format="parquet")
-    home = session.conf.get("spark.lakerank.home")
     schema = dbt.this.schema
     fmt = dbt.config.get("contracts_format") or "lakerank"
     unit = dbt.config.get("contracts_sign_time_unit")  # none: an integer sign_time is quarantined
@@ -34,7 +34,7 @@ def model(dbt, session):
     return run_contract_ingest(
         session,
         landing_dir=stream_landing(session, "contracts"),
-        checkpoint_dir=f"{home}/checkpoints/stg_contract_changelog",
+        checkpoint_dir=checkpoint_dir(session, "stg_contract_changelog"),
         changelog_table=f"{schema}.{dbt.this.identifier}",
         quarantine_table=f"{schema}.stg_contract_quarantine",
         ingest_log_table=f"{schema}.stg_contract_ingest_log",

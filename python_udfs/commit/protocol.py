@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from python_udfs.commit import lease
 from python_udfs.jvm import (
     external_catalog,
     jvm_class,
@@ -152,6 +153,8 @@ def plan_partitions(spark, table: Table, commit_id: int, stage: str, depth: int,
 def write_intent(spark, table: Table, plan: Dict[str, Any]) -> None:
     """Write ``plan`` as ``table``'s intent (marked ``intent``: its ``finish`` removes it)."""
     plan["intent"] = True
+    if lease.held() is not None:
+        plan["writer"] = lease.WRITER  # recovery leaves a live writer's intent alone
     path, fs = _fs(spark, _intent_path(spark, table))
     out = fs.create(path, True)
     try:
@@ -185,6 +188,7 @@ def swap(spark, table: Table, plan: Dict[str, Any]) -> Dict[str, int]:
     """Point ``table`` at a plan's directories: partitions replaced, created (a partition
     that exists already is re-pointed: a replayed commit replaces its files) and dropped, one
     metastore call per kind; ``relocate: [old, new]`` re-points the table itself."""
+    lease.confirm(spark)  # a writer whose lease was lost swaps nothing
     catalog = external_catalog(spark)
     db, name = table
     replace, create, drop = plan.get("replace", []), plan.get("create", []), plan.get("drop", [])
@@ -242,7 +246,7 @@ def rollback(spark, table: Table, plan: Dict[str, Any]) -> None:
 
 def stage_dir(root: str, kind: str, commit_id, attempt: str) -> str:
     """Where attempt ``attempt`` of commit ``commit_id`` stages under a table's ``root``."""
-    return f"{root}/_v/{kind}{commit_id}_{attempt}"
+    return f"{root}/_v/{kind}{commit_id}_{attempt}{lease.stage_suffix()}"
 
 
 # -- 5. finish -----------------------------------------------------------------------------
@@ -269,7 +273,9 @@ def sweep(spark, table: Table, root: str = "", live: Optional[List[str]] = None,
     are listed, and that listing serves the commit's swap. ``prefix``: only the directories
     whose name starts with it (one commit's attempts: ``live`` then need only hold that
     commit's). Returns how many it deleted. Commits on a home are serialised by its build
-    lock: no live attempt writes there."""
+    lock: no live attempt writes there. On the shared catalog the lease serialises them, and
+    a directory of the lease's current holder, when that is another writer, is left alone
+    (:func:`lease.live_other`)."""
     catalog = external_catalog(spark)
     meta = catalog.getTable(*table)
     root = (root or _qualified(spark, meta.location())).rstrip("/") + "/_v"
@@ -286,9 +292,12 @@ def sweep(spark, table: Table, root: str = "", live: Optional[List[str]] = None,
     live = [str(fs.makeQualified(hadoop_path(p)).toString()).rstrip("/")
             for p in [*live, _qualified(spark, meta.location()), *keep] if p]
     deleted = 0
+    alive = lease.live_other(spark)
     for status in fs.listStatus(path):
-        loc = str(status.getPath().toString())
-        if status.getPath().getName().startswith(prefix) and not any(p == loc or p.startswith(loc + "/") for p in live):
+        loc, name = str(status.getPath().toString()), status.getPath().getName()
+        if alive(lease.writer_of(name)):
+            continue
+        if name.startswith(prefix) and not any(p == loc or p.startswith(loc + "/") for p in live):
             deleted += int(bool(fs.delete(status.getPath(), True)))
     return deleted
 
@@ -306,10 +315,15 @@ def recover(spark, table: Table, recorded: int, logs: Iterable[Tuple[Table, str]
     """Bring ``table`` back to its last recorded commit ``recorded``: an intent at or below
     it is finished, one above it rolled back; partitions ``recorded + 1`` of ``logs``
     (``[(table, column)]``: log tables written before the swap) dropped; dead attempts swept.
-    Says what it did ('' when there was nothing to recover)."""
+    Says what it did ('' when there was nothing to recover). On the shared catalog a writer
+    whose lease was lost recovers nothing, and the intent of a live writer is not touched."""
     forget(table)
+    lease.confirm(spark)
     done = []
     intent = read_intent(spark, table)
+    if intent is not None and lease.live_other(spark)(intent.get("writer")):
+        raise lease.FencedError(f"{table[0]}.{table[1]}: commit {intent['commit_id']} is in flight by writer "
+                                f"{intent['writer']}, which holds the shared catalog's build lease; not touched")
     if intent is not None:
         if intent["commit_id"] <= recorded:
             finish(spark, table, intent)

@@ -96,6 +96,7 @@ from python_udfs.ingest.stream_lines import check_stream_format, normalise_field
 from python_udfs.ingest.tables import (
     QUARANTINE_DDL,
     batch_counts,
+    checkpoint_dir,
     commits_summary,
     ensure_tables,
     publish_partition,
@@ -133,8 +134,8 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
     (``cdc_formats.cdc_options``) and ``fields`` (a list of ``{name, type, required, formats,
     values, unit}``). Writes ``<model>``, ``<model>__quarantine``
     and ``<model>__ingest_log`` in the model's schema; checkpoint
-    ``$LAKERANK_HOME/checkpoints/<model>``. A stream is a YAML entry and a three-line model
-    (``models/examples/stg_payments.py``)."""
+    ``$LAKERANK_HOME/checkpoints/<model>`` (the shared target: under the warehouse). A stream
+    is a YAML entry and a three-line model (``models/examples/stg_payments.py``)."""
     if not stream or not stream.get("folder") or not stream.get("fields"):
         raise ValueError(f"model {this.identifier}: config 'stream' must declare 'folder' and 'fields' "
                          f"(docs/examples.md), got {stream!r}")
@@ -147,7 +148,6 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
                           {f["name"]: f["unit"] for f in spec if f["unit"]})
     except ValueError as e:
         raise ValueError(f"model {this.identifier}: {e}") from None
-    home = spark.conf.get("spark.lakerank.home")
     name = f"{this.schema}.{this.identifier}"
     return run_landing_ingest(
         spark,
@@ -157,7 +157,7 @@ def run_declared_stream(spark, this, stream: Optional[Mapping[str, Any]]) -> str
         key=key,
         cdc=cdc,
         landing_dir=stream_landing(spark, stream["folder"]),
-        checkpoint_dir=f"{home}/checkpoints/{this.identifier}",
+        checkpoint_dir=checkpoint_dir(spark, this.identifier),
         table=name,
         quarantine_table=f"{name}__quarantine",
         ingest_log_table=f"{name}__ingest_log",

@@ -32,6 +32,7 @@ __all__ = [
     "commits_summary",
     "ensure_table",
     "ensure_tables",
+    "checkpoint_dir",
     "landing_path",
     "stream_landing",
     "mkdirs",
@@ -62,6 +63,18 @@ def stream_landing(spark, stream: str) -> str:
     if root:
         return f"{root.rstrip('/')}/{stream}"
     return landing_path(spark.conf.get("spark.lakerank.home"), stream)
+
+
+def checkpoint_dir(spark, name: str) -> str:
+    """Where stream ``name``'s checkpoint (what it consumed) lives: ``<spark.lakerank.checkpoints>/
+    <name>`` when set; on the shared catalog (a metastore service) beside its tables,
+    ``<warehouse>/_lakerank/checkpoints/<name>``, so that every builder resumes from what any
+    builder consumed (docs/deployment.md, "Several writers"); else the home's
+    ``checkpoints/<name>``."""
+    root = (spark.conf.get("spark.lakerank.checkpoints", None) or "").strip()
+    if not root and (spark.conf.get("spark.hadoop.hive.metastore.uris", None) or "").strip():
+        root = spark.conf.get("spark.sql.warehouse.dir").rstrip("/") + "/_lakerank/checkpoints"
+    return f"{(root or spark.conf.get('spark.lakerank.home') + '/checkpoints').rstrip('/')}/{name}"
 
 
 # --------------------------------------------------------------------------

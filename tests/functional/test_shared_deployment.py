@@ -2,15 +2,19 @@
 the Hive metastore service on it and s3proxy, each started and stopped by its script
 (scripts/services/). The pipeline is built on it exactly (the catalog in PostgreSQL, the
 warehouse and the landing zone on S3) and a plain pyspark reader in another process reads the
-read layer. A missing prerequisite fails the test with what to install: it is never skipped."""
+read layer. Two builders race on the same catalog and bucket, one killed mid-commit (issue
+R.4: the lease, the fence, the scoped sweep). A missing prerequisite fails the test with what
+to install: it is never skipped."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -59,8 +63,8 @@ def stop(started: list) -> None:
 
 
 @pytest.fixture(scope="module")
-def services():
-    """PostgreSQL, s3proxy and the metastore service on them, for this module; stopped by pid."""
+def stores():
+    """PostgreSQL and s3proxy, for this module; stopped by pid."""
     env = dict(os.environ)
     started = []
     try:
@@ -71,13 +75,35 @@ def services():
         started.append(("postgres.sh", pg["LAKERANK_PG_DIR"]))
         s3 = start("s3proxy.sh", env)
         started.append(("s3proxy.sh", s3["LAKERANK_S3PROXY_DIR"]))
-        settings = {**pg, **s3, "LAKERANK_WAREHOUSE": f"s3a://{s3['LAKERANK_S3_BUCKET']}/warehouse",
-                    "LAKERANK_LANDING": f"s3a://{s3['LAKERANK_S3_BUCKET']}/landing"}
-        ms = start("metastore.sh", {**env, **settings})
-        started.append(("metastore.sh", ms["LAKERANK_METASTORE_DIR"]))
-        yield {**settings, **ms, **dict(line.split("=", 1) for line in jars.stdout.splitlines() if "=" in line)}
+        yield {**pg, **s3, **dict(line.split("=", 1) for line in jars.stdout.splitlines() if "=" in line)}
     finally:
         stop(started)
+
+
+def catalog(stores: dict, database: str, prefix: str):
+    """A metastore service on the catalog ``database`` of the stores' PostgreSQL, its warehouse
+    and landing zone under ``prefix`` of the bucket: its settings, while it runs."""
+    bucket = stores["LAKERANK_S3_BUCKET"]
+    settings = {**stores, "LAKERANK_METASTORE_DB": database, "LAKERANK_WAREHOUSE": f"s3a://{bucket}/{prefix}warehouse",
+                "LAKERANK_LANDING": f"s3a://{bucket}/{prefix}landing"}
+    ms = start("metastore.sh", {**os.environ, **settings})
+    try:
+        yield {**settings, **ms}
+    finally:
+        stop([("metastore.sh", ms["LAKERANK_METASTORE_DIR"])])
+
+
+@pytest.fixture(scope="module")
+def services(stores):
+    """The stores and a metastore service on them, for this module."""
+    yield from catalog(stores, "metastore", "")
+
+
+@pytest.fixture
+def race_catalog(stores):
+    """A catalog of its own (another metastore service, warehouse and landing zone) on the same
+    stores: the race starts from nothing, whatever ran before it in the module."""
+    yield from catalog(stores, "race", "race/")
 
 
 def test_pipeline_exact_on_shared_catalog_and_s3(services, tmp_path):
@@ -119,3 +145,130 @@ def test_pipeline_exact_on_shared_catalog_and_s3(services, tmp_path):
     for folder in (home, tmp_path / "dbt-logs"):
         texts += [p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()]
     assert not any(secret in t for t in texts)
+
+
+class Builder:
+    """A racing builder (tests/support/race_builder.py): its own process group, LAKERANK_HOME,
+    dbt target and log folders; the shared catalog and bucket of ``services``."""
+
+    def __init__(self, name: str, services: dict, tmp_path: pathlib.Path):
+        self.results, self.log = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.log"
+        self.results.touch()
+        env = {**os.environ, **services, "LAKERANK_HOME": str(tmp_path / name), "LAKERANK_LEASE_TTL": "10",
+               "DBT_TARGET_PATH": str(tmp_path / f"target-{name}"), "DBT_LOG_PATH": str(tmp_path / f"logs-{name}"),
+               "LAKERANK_TEST_HOOKS": "1",
+               "PYTHONPATH": os.pathsep.join([str(ROOT / "adapter"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "race_builder.py"),
+                                          str(self.results)], env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=log,
+                                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.seen = 0
+
+    def send(self, **command) -> None:
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+
+    def result(self, timeout: float = 600) -> dict:
+        """The next result line; None when the process died first."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            lines = self.results.read_text().splitlines()
+            if len(lines) > self.seen:
+                self.seen += 1
+                return json.loads(lines[self.seen - 1])
+            if self.proc.poll() is not None:
+                return None
+            time.sleep(0.5)
+        raise AssertionError(f"no result in {timeout} s; log:\n{self.text()[-4000:]}")
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, needle: str, after: int, timeout: float = 300) -> None:
+        deadline = time.time() + timeout
+        while needle not in self.text()[after:]:
+            assert time.time() < deadline and self.proc.poll() is None, self.text()[-4000:]
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def ok(builder: Builder, result) -> dict:
+    assert result is not None and result["ok"], (result, builder.text()[-6000:])
+    return result
+
+
+WAITED = "waiting for the shared catalog's build lease, held by writer"
+TOOK_OVER = "took over the shared catalog's build lease from writer"
+LOST = "this build lost the shared catalog's build lease"
+
+
+def stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_several_writers_race_and_one_is_killed_mid_commit(race_catalog, tmp_path):
+    """Two builders, separate homes, one catalog and bucket, race three rounds of landed events:
+    1. both build at once: one waits for the lease, then finds nothing new;
+    2. A pauses (SIGSTOP) after staging a commit; its lease runs out, B takes it over, sweeps
+       A's stage and commits; A, continued, is refused (its lease was lost) and commits nothing;
+    3. A is killed (SIGKILL) between a commit's audit partition and its record while B waits: B
+       takes the lease over and finishes the commit.
+    Then every table is exact against the oracle (each landed event applied once: the ingest
+    log reconciles), no partition's directory was deleted, a record expecting a stale commit
+    id is refused by the metastore, and a writer whose lease was taken over leaves the new
+    holder's stage when it sweeps and refuses to recover."""
+    started, timings = time.time(), {}
+    a, b = Builder("a", race_catalog, tmp_path), Builder("b", race_catalog, tmp_path)
+    try:
+        ok(a, a.result()), ok(b, b.result())
+        timings["ready"] = round(time.time() - started, 1)
+        a.send(cmd="land", batch=0)
+        ok(a, a.result())
+        a.send(cmd="build"), b.send(cmd="build")
+        timings["race"] = [ok(a, a.result())["seconds"], ok(b, b.result())["seconds"]]
+        assert WAITED in a.text() + b.text(), "one builder waits for the other"
+
+        a.send(cmd="land", batch=1)
+        ok(a, a.result())
+        a.send(cmd="build", fault={"fct_contract_rank": "stop:written"})
+        deadline = time.time() + 300
+        while not stopped(a.proc.pid):
+            assert time.time() < deadline and a.proc.poll() is None, a.text()[-4000:]
+            time.sleep(0.5)
+        mark = len(b.text())
+        b.send(cmd="build")
+        timings["paused"] = ok(b, b.result())["seconds"]
+        assert TOOK_OVER in b.text()[mark:], b.text()[-4000:]
+        os.kill(a.proc.pid, signal.SIGCONT)
+        lost = a.result()
+        assert lost is not None and not lost["ok"], lost
+        assert any(f.startswith("fct_contract_rank: ") and LOST in f for f in lost["failed"]), lost
+
+        a.send(cmd="land", batch=2)
+        ok(a, a.result())
+        mark = len(a.text())
+        a.send(cmd="build", fault={"fct_contract_rank": "kill:committed"})
+        a.wait_for("START", mark)  # it holds the lease
+        b.send(cmd="build")
+        assert a.result() is None and a.proc.wait(timeout=60) == -signal.SIGKILL, a.text()[-4000:]
+        mark = len(b.text())
+        timings["killed"] = ok(b, b.result())["seconds"]
+        assert WAITED in b.text() and TOOK_OVER in b.text()[mark:], b.text()[-4000:]
+
+        b.send(cmd="check", batches=3)
+        checked = ok(b, b.result())
+        assert "has been modified" in checked["fenced"] and "lakerank.commit_id" in checked["fenced"], checked
+        assert f"{LOST} (taken over by writer w0d15ea5e" in checked["lost"], checked
+    finally:
+        a.stop()
+        b.stop()
+    timings["total"] = round(time.time() - started, 1)
+    print("several writers timings (s):", timings)
+    secret = race_catalog["AWS_SECRET_ACCESS_KEY"]
+    assert not any(secret in p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()
+                   and p.suffix in (".log", ".jsonl", ".json"))

@@ -17,21 +17,35 @@
 
 {#- Record a commit on `relation` in one metastore call (the protocol's record step): its
     watermark `commit_id` (none: the table has no commit source), its state fingerprint and
-    `properties`. `statement_name` 'main' when it is the materialization's last statement. -#}
+    `properties`. `statement_name` 'main' when it is the materialization's last statement. On
+    the shared catalog the call is conditional on the watermark this build read before its
+    commit (adapter.lakerank_record_fenced: docs/deployment.md, "Several writers"). -#}
 {% macro record_commit(relation, commit_id, fingerprint=none, kind='table', properties={},
                        statement_name='lakerank_record_commit') -%}
-  {% call statement(statement_name) -%}
-    {{ lakerank_lib.record_commit_sql(relation, commit_id, fingerprint, kind, properties) }}
-  {%- endcall %}
+  {%- if execute and adapter.lakerank_fenced() -%}
+    {% do adapter.lakerank_record_fenced(relation, lakerank_lib._recorded(commit_id, fingerprint, properties)) %}
+    {% call statement(statement_name) -%} select 'recorded' as status {%- endcall %}
+  {%- else -%}
+    {% call statement(statement_name) -%}
+      {{ lakerank_lib.record_commit_sql(relation, commit_id, fingerprint, kind, properties) }}
+    {%- endcall %}
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#- The properties a commit records: its watermark, fingerprint and `properties`. -#}
+{% macro _recorded(commit_id, fingerprint=none, properties={}) -%}
+  {%- set recorded = {} -%}
+  {%- if commit_id is not none -%}{%- do recorded.update({lakerank_lib.commit_property(): commit_id}) -%}{%- endif -%}
+  {%- if fingerprint -%}{%- do recorded.update({'lakerank.fingerprint': fingerprint}) -%}{%- endif -%}
+  {%- do recorded.update(properties) -%}
+  {{ return(recorded) }}
 {%- endmacro %}
 
 
 {#- The statement record_commit runs (also usable as a post-hook). -#}
 {% macro record_commit_sql(relation, commit_id, fingerprint=none, kind='table', properties={}) -%}
-  {%- set recorded = {} -%}
-  {%- if commit_id is not none -%}{%- do recorded.update({lakerank_lib.commit_property(): commit_id}) -%}{%- endif -%}
-  {%- if fingerprint -%}{%- do recorded.update({'lakerank.fingerprint': fingerprint}) -%}{%- endif -%}
-  {%- do recorded.update(properties) -%}
+  {%- set recorded = lakerank_lib._recorded(commit_id, fingerprint, properties) -%}
     alter {{ kind }} {{ relation }} set tblproperties (
       {%- for key, value in recorded.items() %}{{ ', ' if not loop.first }}'{{ key }}' = '{{ value }}'{% endfor %})
 {%- endmacro %}

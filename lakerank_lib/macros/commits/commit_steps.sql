@@ -4,9 +4,10 @@
     `<root>/_v/<kind><commit>_<run>` (kind `c` a commit, `b` a base, `p` a publication): the
     Jinja twin of the commit protocol's `stage_dir` (python_udfs/commit/protocol.py), which
     the Python writers use. A rerun after a crash writes beside a dead attempt's files,
-    never into them; the protocol sweeps the dead ones. -#}
+    never into them; the protocol sweeps the dead ones. On the shared catalog the name ends in
+    the writer's id (`-w<8 hex>`), by which sweep and recovery leave a live writer's stage. -#}
 {% macro stage_dir(root, kind, commit_id) -%}
-  {{ return(root ~ '/_v/' ~ kind ~ commit_id ~ '_' ~ invocation_id[:8]) }}
+  {{ return(root ~ '/_v/' ~ kind ~ commit_id ~ '_' ~ invocation_id[:8] ~ adapter.lakerank_stage_suffix()) }}
 {%- endmacro %}
 
 

@@ -31,7 +31,9 @@
     after that step (an error), leaving the tables as a killed process would. A mapping
     (`{lakerank_fault: {model_a: logged, model_b: swapped}}`) stops each named model at its own
     step, so one run can crash several commits. `kill:<step>` instead SIGKILLs the dbt
-    process and its JVM there (a dbt process a test started in its own process group).
+    process and its JVM there (a dbt process a test started in its own process group), and
+    `stop:<step>` SIGSTOPs the dbt process alone until the test sends SIGCONT (a paused
+    writer: its lease runs out meanwhile).
     Steps: pk_table staged, logged, planned, swapped, recorded; merge_on_read written,
     committed, viewed, compacted; stream_ingest ingested; publication viewed, published
     (and any a project's own macro declares with fault_point). -#}
@@ -39,6 +41,9 @@
   {%- set fault = lakerank_lib._model_fault() -%}
   {%- if fault == 'kill:' ~ name -%}
     {% do adapter.lakerank_test_kill(this ~ ' ' ~ name) %}
+  {%- endif -%}
+  {%- if fault == 'stop:' ~ name -%}
+    {% do adapter.lakerank_test_kill(this ~ ' ' ~ name, 'stop') %}
   {%- endif -%}
   {%- if fault == name -%}
     {{ exceptions.raise_compiler_error("lakerank_fault: stopped after step '" ~ name ~ "'") }}

@@ -12,12 +12,22 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.lakerank import fence
 from dbt.adapters.lakerank.remote import driver_side
-from python_udfs.commit import protocol
+from python_udfs.commit import lease, protocol
 
 
 def _table(relation):
     return (relation.schema, relation.identifier)
+
+
+def _unless_fenced(target, call):
+    """``call()``; a lost lease or a live writer's intent (the shared catalog: docs/deployment.md,
+    "Several writers") as a dbt error that says the table is untouched."""
+    try:
+        return call()
+    except (lease.FencedError, lease.LeaseLostError) as exc:
+        raise DbtRuntimeError(f"{exc}; {target} is left as it is") from None
 
 
 class CommitMixin(metaclass=AdapterMeta):
@@ -31,7 +41,8 @@ class CommitMixin(metaclass=AdapterMeta):
         'root': root}``."""
         spark = self._session()
         root = root or protocol.table_location(spark, _table(target))
-        done = protocol.recover(spark, _table(target), int(recorded), [(_table(rel), col) for rel, col in logs], root)
+        logs = [(_table(rel), col) for rel, col in logs]
+        done = _unless_fenced(target, lambda: protocol.recover(spark, _table(target), int(recorded), logs, root))
         return {"done": f"{target}: {done}" if done else "", "root": root}
 
     @available
@@ -52,7 +63,7 @@ class CommitMixin(metaclass=AdapterMeta):
     def lakerank_commit_swap(self, target, plan) -> Dict[str, int]:
         """Point ``target`` at the plan's directories (partitions replaced, created, dropped;
         ``relocate`` of the table), one metastore call per kind of change."""
-        return protocol.swap(self._session(), _table(target), plan)
+        return _unless_fenced(target, lambda: protocol.swap(self._session(), _table(target), plan))
 
     @available
     @driver_side
@@ -61,3 +72,22 @@ class CommitMixin(metaclass=AdapterMeta):
         attempt under the plan's root (``keep``: directories to leave). Returns how many
         directories the sweep deleted."""
         return protocol.finish(self._session(), _table(target), plan, keep)
+
+    @available
+    def lakerank_stage_suffix(self) -> str:
+        """What this writer's stage directories end with: ``-<writer id>`` while it holds the
+        shared catalog's lease (sweep and recovery tell live writers' stages by it), else ''."""
+        return lease.stage_suffix()
+
+    @available
+    def lakerank_fenced(self) -> bool:
+        """Whether a commit's record is fenced (:func:`fence.record`): this build holds the
+        shared catalog's lease."""
+        return fence.fenced()
+
+    @available
+    def lakerank_record_fenced(self, target, properties: Dict[str, Any]) -> str:
+        """The record step on the shared catalog: ``properties`` set on ``target`` only while
+        its recorded commit is the one this build read before its commit."""
+        fence.record(self._session(), target, {str(k): str(v) for k, v in properties.items()})
+        return ""

@@ -17,11 +17,19 @@ from dbt.adapters.spark.session import Connection as SessionConnection
 from dbt.adapters.spark.session import Cursor
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.lakerank.fence import take_lease
 from dbt.adapters.lakerank.home import resolve_home
 from dbt.adapters.lakerank.literals import BindingWrapper
 from dbt.adapters.lakerank.remote import apply_connect_conf, connect_session, lock_connect_builds
 from dbt.adapters.lakerank.rewrites import run_dml
-from dbt.adapters.lakerank.session import apply_once, current_thread_session, env_spark_conf, use_home
+from dbt.adapters.lakerank.session import (
+    apply_once,
+    current_thread_session,
+    env_spark_conf,
+    is_shared,
+    process_session,
+    use_home,
+)
 
 
 @dataclass
@@ -56,7 +64,10 @@ class LakerankConnectionManager(SparkConnectionManager):
             connection = super().open(connection)
             connection.handle = BindingWrapper(_SessionConnection(spark))
             return connection
-        use_home(resolve_home(creds.lakerank_home), dict(creds.server_side_parameters))
+        params = dict(creds.server_side_parameters)
+        use_home(resolve_home(creds.lakerank_home), params)
+        if is_shared({**params, **env_spark_conf()}):
+            take_lease(process_session())  # the shared catalog's writers, one at a time
         connection = super().open(connection)
         connection.handle = BindingWrapper(_SessionConnection())
         return connection

@@ -13,6 +13,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt.adapters.lakerank.catalog import catalog_rows
 from dbt.adapters.lakerank.commits import CommitMixin
 from dbt.adapters.lakerank.connections import LakerankConnectionManager
+from dbt.adapters.lakerank.fence import give_back
 from dbt.adapters.lakerank.home import metastore_path, resolve_home
 from dbt.adapters.lakerank.pk_tables import PkTableMixin
 from dbt.adapters.lakerank.python_job import SessionPythonJobHelper
@@ -36,6 +37,20 @@ class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, Rewr
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
         message = str(submission_result) if submission_result is not None else "OK"
         return AdapterResponse(_message=message)
+
+    def cleanup_connections(self) -> None:
+        """dbt's, then the shared catalog's build lease goes back: the invocation is over."""
+        super().cleanup_connections()
+        give_back()
+
+    def release_connection(self) -> None:
+        """dbt's; a `dbt run-operation` is over when its one connection is released (it never
+        cleans up its connections): its lease goes back then."""
+        super().release_connection()
+        from dbt.flags import get_flags
+
+        if getattr(get_flags(), "WHICH", None) == "run-operation":
+            give_back()
 
     @available
     def lakerank_home(self) -> str:
@@ -81,17 +96,21 @@ class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, Rewr
         return not os.path.isdir(metastore_path(self.lakerank_home()))
 
     @available
-    def lakerank_test_kill(self, where: str) -> str:
+    def lakerank_test_kill(self, where: str, how: str = "kill") -> str:
         """A test-only crash (``lakerank_fault: kill:<step>``): SIGKILL this dbt process's
         process group, its JVM included, as an operator's ``kill -9`` of a build would. Only
         under LAKERANK_TEST_HOOKS=1 and only in a process that leads its own group (the
         crash tests start dbt with ``start_new_session``): a dbt run in-process in a test
-        runner is refused rather than killing the runner."""
+        runner is refused rather than killing the runner. ``how`` 'stop' (``lakerank_fault:
+        stop:<step>``): SIGSTOP this process alone (not its JVM), as a paused writer."""
         import signal
 
         from dbt_common.exceptions import CompilationError
 
         if os.environ.get("LAKERANK_TEST_HOOKS") != "1" or os.getpgrp() != os.getpid():
-            raise CompilationError(f"lakerank_fault kill:{where}: only in a test's own dbt process group")
+            raise CompilationError(f"lakerank_fault {how}:{where}: only in a test's own dbt process group")
+        if how == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+            return ""  # continued
         os.killpg(os.getpgrp(), signal.SIGKILL)
         return ""  # not reached

@@ -16,6 +16,7 @@ from typing import Callable, Dict, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.lakerank.fence import give_back
 from dbt.adapters.lakerank.home import acquire_build_lock, metastore_path, release_build_lock
 from dbt.adapters.lakerank.home_origin import check_home_origin
 from dbt.adapters.lakerank.java_check import check_java
@@ -214,6 +215,7 @@ def _stop_active_session() -> None:
 
     active = SparkSession._instantiatedSession
     if active is not None:
+        give_back()  # the shared catalog's lease, while its metastore client still runs
         active.stop()
         _reset_hive_client()
     if _ACTIVE_HOME is not None:

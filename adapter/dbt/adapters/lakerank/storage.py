@@ -11,6 +11,7 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.lakerank import fence
 from dbt.adapters.lakerank.remote import driver_side, target_driver
 from dbt.adapters.lakerank.session import home_session
 from python_udfs.commit import protocol
@@ -138,6 +139,7 @@ class StorageMixin(metaclass=AdapterMeta):
                 text = table.properties().mkString("\u0001", "\u0002", "\u0001").strip("\u0001")
                 props = dict(item.split(" -> ", 1) for item in text.split("\u0002") if item)
                 located = table.storage().locationUri().isDefined()  # a view has no location
+                fence.observe(schema, name, props)
                 out[key(schema, name)] = {
                     "exists": True, "location": str(path(table.location()).toString()) if located else "",
                     "properties": props}
@@ -179,7 +181,10 @@ class StorageMixin(metaclass=AdapterMeta):
             return default
         props = catalog.getTable(relation.schema, relation.identifier).properties()
         value = props.get(key)
-        return str(value.get()) if value.isDefined() else default
+        value = str(value.get()) if value.isDefined() else default
+        if key == fence.COMMIT and value != default:
+            fence.observe(relation.schema, relation.identifier, {key: value})
+        return value
 
     # -- views and writes a commit stages (commits.py swaps them in) ------------------------
     @available
