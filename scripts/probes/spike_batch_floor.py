@@ -30,7 +30,9 @@ The alternative interface (--offsets): ranks resolved at read time from per-(pro
 offsets. The state keeps each contract's rank inside its (project, month) block and one row
 per block with the positions its project uses before it; a batch stages the touched blocks'
 rows and its projects' offsets (2), then rewrites the touched blocks' local ranks and the
-projects' changed offsets (3), and a reader computes asc_rn = local rank + offset.
+projects' changed offsets (3), and a reader computes asc_rn = local rank + offset; step 4
+derives from them the per-contract changelog `fct_contract_rank_changelog` keeps (a pair for
+every contract whose asc_rn moved), for the design that keeps that interface.
 
 Each step is timed warm (--repeat runs, median), with its Spark jobs and bytes read (Spark's
 event log over the step's window, scripts/bench_eventlog.py). The spike's output is checked
