@@ -292,3 +292,15 @@ def test_empty_landing_is_an_empty_stream(lakerank):
     assert len(lakerank.table("fct_contract_rank")) == 0
     assert len(lakerank.table("dim_project_rank_version")) == 0
     lakerank.dbt("run")  # no new files: nothing pending, nothing fails
+    # A build killed inside the rank rewrite's `create table ... as select` leaves its files in
+    # the table's folder and no table in the catalog: the next build clears the folder
+    # (Spark would refuse the create, LOCATION_ALREADY_EXISTS).
+    spark = lakerank.spark()
+    folder = pathlib.Path(spark.sql("describe table extended lakerank.int_contract_rank_rewrite")
+                          .where("col_name = 'Location'").collect()[0]["data_type"].replace("file:", ""))
+    spark.sql("drop table lakerank.int_contract_rank_rewrite")
+    (folder / "_temporary" / "0").mkdir(parents=True)
+    (folder / "_temporary" / "0" / "part-00000.parquet").write_bytes(b"torn")
+    lakerank.dbt("run")
+    assert not (folder / "_temporary").exists()
+    assert len(lakerank.table("fct_contract_rank")) == 0
