@@ -13,11 +13,7 @@ target: what they exercise is the pipeline's SQL, not where its tasks run."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 
 import pytest
 from test_rank_regressions import scenario_batch
@@ -25,54 +21,14 @@ from test_rank_regressions import scenario_batch
 import cdc
 from checks import assert_all_exact
 from dbt.adapters.lakerank.session import stop_embedded_session
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _spark_class(*args: str, log, env) -> subprocess.Popen:
-    import pyspark
-
-    cmd = [os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class"), *args]
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-
-def _wait_for(path, text: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"{proc.args[1]} exited: {path.read_text()[-2000:]}")
-        if text in path.read_text(errors="replace"):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"no '{text}' in {path} after {timeout_s} s: {path.read_text()[-2000:]}")
+from standalone import standalone_cluster as cluster
 
 
 @pytest.fixture
 def standalone_cluster(tmp_path):
-    """``spark://127.0.0.1:<port>`` of a master with one 2-core worker."""
-    port = _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "SPARK_WORKER_DIR": str(tmp_path / "work")}
-    procs = []
-    with open(tmp_path / "master.log", "wb") as mlog, open(tmp_path / "worker.log", "wb") as wlog:
-        procs.append(_spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                  "--port", str(port), "--webui-port", str(_free_port()), log=mlog, env=env))
-        try:
-            _wait_for(tmp_path / "master.log", "I have been elected leader", procs[0])
-            procs.append(_spark_class("org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                      "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()),
-                                      url, log=wlog, env=env))
-            _wait_for(tmp_path / "worker.log", "Successfully registered with master", procs[1])
-            yield url
-        finally:
-            for proc in reversed(procs):
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=60)
+    """``spark://127.0.0.1:<port>`` of a master with one 2-core worker (tests/support/standalone.py)."""
+    with cluster(tmp_path) as url:
+        yield url
 
 
 def test_pipeline_on_a_standalone_cluster_is_exact(lakerank, standalone_cluster, monkeypatch):
