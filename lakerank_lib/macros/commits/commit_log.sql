@@ -19,10 +19,11 @@
     watermark `commit_id` (none: the table has no commit source), its state fingerprint and
     `properties`. `statement_name` 'main' when it is the materialization's last statement. On
     the shared catalog the call is conditional on the watermark this build read before its
-    commit (adapter.lakerank_record_fenced: docs/deployment.md, "Several writers"). -#}
+    commit (adapter.lakerank_record_fenced: docs/deployment.md, "Several writers"). `writer`:
+    the commit's open record's `writer` (else the adapter is asked whether it is fenced). -#}
 {% macro record_commit(relation, commit_id, fingerprint=none, kind='table', properties={},
-                       statement_name='lakerank_record_commit') -%}
-  {%- if execute and adapter.lakerank_fenced() -%}
+                       statement_name='lakerank_record_commit', writer=none) -%}
+  {%- if execute and (writer['fenced'] if writer is not none else adapter.lakerank_fenced()) -%}
     {% do adapter.lakerank_record_fenced(relation, lakerank_lib._recorded(commit_id, fingerprint, properties)) %}
     {% call statement(statement_name) -%} select 'recorded' as status {%- endcall %}
   {%- else -%}

@@ -5,9 +5,11 @@
     Jinja twin of the commit protocol's `stage_dir` (python_udfs/commit/protocol.py), which
     the Python writers use. A rerun after a crash writes beside a dead attempt's files,
     never into them; the protocol sweeps the dead ones. On the shared catalog the name ends in
-    the writer's id (`-w<8 hex>`), by which sweep and recovery leave a live writer's stage. -#}
-{% macro stage_dir(root, kind, commit_id) -%}
-  {{ return(root ~ '/_v/' ~ kind ~ commit_id ~ '_' ~ invocation_id[:8] ~ adapter.lakerank_stage_suffix()) }}
+    the writer's id (`-w<8 hex>`), by which sweep and recovery leave a live writer's stage.
+    `writer`: the commit's open record's `writer` (else the adapter is asked). -#}
+{% macro stage_dir(root, kind, commit_id, writer=none) -%}
+  {%- set suffix = writer['suffix'] if writer is not none else adapter.lakerank_stage_suffix() -%}
+  {{ return(root ~ '/_v/' ~ kind ~ commit_id ~ '_' ~ invocation_id[:8] ~ suffix) }}
 {%- endmacro %}
 
 

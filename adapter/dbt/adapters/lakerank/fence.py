@@ -91,6 +91,12 @@ def fenced() -> bool:
     return lease.held() is not None
 
 
+def writer() -> Dict[str, object]:
+    """What a commit's Jinja needs of this writer, carried in its open record (no call of its
+    own): the suffix of its stage directories and whether its record is fenced."""
+    return {"suffix": lease.stage_suffix(), "fenced": fenced()}
+
+
 def record(spark, relation, properties: Dict[str, str]) -> None:
     """Set a commit's ``properties`` on ``relation`` in one conditional metastore call: only
     while its ``lakerank.commit_id`` is the one this invocation first read (none read: only

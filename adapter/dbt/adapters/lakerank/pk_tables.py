@@ -14,6 +14,7 @@ from dbt.adapters.base import available
 from dbt.adapters.base.meta import AdapterMeta
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
+from dbt.adapters.lakerank import fence
 from dbt.adapters.lakerank.python_job import ship_python_udfs
 from dbt.adapters.lakerank.records import record_of
 from dbt.adapters.lakerank.remote import driver_side
@@ -65,7 +66,8 @@ class PkTableMixin(metaclass=AdapterMeta):
         self.lakerank_require_driver("pk_table")
         info = self.lakerank_tables_info([target, audit, state, snapshots])
         window = self.lakerank_commit_window(target, source, full_refresh)
-        out = {"info": info, "window": window, "snapshot_id": 0, "recovered": "", "stored_columns": []}
+        out = {"info": info, "window": window, "snapshot_id": 0, "recovered": "", "stored_columns": [],
+               "writer": fence.writer()}
         if info[target.identifier]["exists"]:
             out["snapshot_id"] = int(info[target.identifier]["properties"].get("lakerank.snapshot_id", "0"))
             logs = [[rel, col] for rel, col in ((audit, "_commit_id"), (state, "_commit_id"),

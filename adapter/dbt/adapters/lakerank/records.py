@@ -29,6 +29,8 @@ from dbt.adapters.base.meta import AdapterMeta
 from dbt_common.exceptions import DbtRuntimeError
 from dbt_common.invocation import get_invocation_id
 
+from dbt.adapters.lakerank import fence
+
 
 @dataclass
 class CommitRecord:
@@ -120,6 +122,7 @@ class RecordMixin(metaclass=AdapterMeta):
             "root": f"{self.lakerank_schema_location(view.schema)}/{view.identifier}__base",
             "base_columns": [],  # [{'name', 'type'}]
             "committed": False,
+            "writer": fence.writer(),  # stage suffix and fencing (lakerank_lib.stage_dir, record_commit)
         }
         if exists and info[base.identifier]["exists"]:
             out["base_columns"] = self.lakerank_query_schema(f"{base.schema}.{base.identifier}")

@@ -20,7 +20,7 @@
     {%- do log(this ~ ": the declared prior rows lack " ~ lacking | join(', ') ~ "; the commit reads the view") -%}
     {%- set prior = none -%}
   {%- endif -%}
-  {%- set location = lakerank_lib.stage_dir(opened['audit']['location'], 'c', commit_id) -%}
+  {%- set location = lakerank_lib.stage_dir(opened['audit']['location'], 'c', commit_id, opened['writer']) -%}
   {% call statement('main') -%}
     insert overwrite directory '{{ location }}' using parquet
     {{ lakerank_lib._audit_diff(

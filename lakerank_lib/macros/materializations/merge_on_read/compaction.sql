@@ -7,7 +7,7 @@
     commit protocol's terms: stage, intent (`lakerank.previous_base`), swap (relocate the
     base), record (the view and its watermark), finish (the sweep). -#}
 {% macro _merge_on_read_compact(view_relation, parts, primary_key, commit_id, fingerprint, opened) -%}
-  {%- set location = lakerank_lib.stage_dir(parts['root'], 'b', commit_id) -%}
+  {%- set location = lakerank_lib.stage_dir(parts['root'], 'b', commit_id, opened['writer']) -%}
   {%- set current = opened['base']['location'] -%}
   {%- set previous = opened['base']['properties'].get('lakerank.previous_base', '') -%}
   {% call statement('compact_base') -%}

@@ -13,7 +13,7 @@
   {% call statement('main') -%}
     create table {{ parts['base'] }}
     using parquet
-    location '{{ lakerank_lib.stage_dir(parts['root'], 'b', commit_id) }}'
+    location '{{ lakerank_lib.stage_dir(parts['root'], 'b', commit_id, opened['writer']) }}'
     as select * from ({{ sql }}) order by {{ parts['cluster_by'] | join(', ') }}
   {%- endcall %}
   {% call statement('create_audit_log') -%}

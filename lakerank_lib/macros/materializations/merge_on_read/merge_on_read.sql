@@ -90,7 +90,8 @@
         {% do lakerank_lib._merge_on_read_compact(view_relation, parts, primary_key, commit_id, fingerprint, opened) %}
       {%- else -%}
         {% do lakerank_lib.record_commit(view_relation, commit_id, fingerprint, kind='view',
-                                         properties={'lakerank.primary_key': primary_key | join(',')}) %}
+                                         properties={'lakerank.primary_key': primary_key | join(',')},
+                                         writer=opened['writer']) %}
       {%- endif -%}
     {%- endif -%}
   {%- endif -%}

@@ -136,7 +136,7 @@
           'fault': lakerank_lib._model_fault(),
           'merged': views.merged,
           'buckets': {'sql': lakerank_lib._pk_new_buckets(target, views, layout, spec, partition_by, touched),
-                      'stage': lakerank_lib.stage_dir(lakerank_lib._pk_location(target, info), 'c', commit_id),
+                      'stage': lakerank_lib.stage_dir(lakerank_lib._pk_location(target, info), 'c', commit_id, opened['writer']),
                       'partition_by': partition_by + ['_bucket']},
           'logs': lakerank_lib._pk_logs(tables, views, layout, spec, commit_id, compaction, info),
           'snapshot': lakerank_lib._pk_snapshot(tables, views, spec, commit_id, info),
@@ -150,11 +150,12 @@
           'lakerank.options': lakerank_lib._pk_state_options_property(options)} -%}
     {%- if compaction.full -%}{%- do recorded.update({'lakerank.full_compaction_id': commit_id}) -%}{%- endif -%}
     {% do lakerank_lib.record_commit(target, window['to'] if window is not none else none,
-                                     config.get('state_fingerprint'), properties=recorded, statement_name='main') %}
+                                     config.get('state_fingerprint'), properties=recorded, statement_name='main',
+                                     writer=opened['writer']) %}
     {% do lakerank_lib.fault_point('recorded') %}
   {%- endif -%}
   {%- if window is not none and window['pending'] and touched | length == 0 -%}
-    {% do lakerank_lib.record_commit(target, window['to']) %}
+    {% do lakerank_lib.record_commit(target, window['to'], writer=opened['writer']) %}
   {%- endif -%}
   {%- set buckets = [] -%}
   {%- for t in touched -%}{%- do buckets.append(t.split('_bucket=')[1]) -%}{%- endfor -%}
