@@ -75,7 +75,6 @@
   {%- for source in sources if source.get('base') -%}
     {%- do bases.update({source['relation'].identifier: source['base']}) -%}
   {%- endfor -%}
-  {%- set location = lakerank_lib.stage_dir(root, 'p', commit_id) -%}
   {%- set before = adapter.lakerank_partition_locations(this) -%}
   {%- set published_now = ('commit_id=' ~ commit_id) in before -%}
   {#- A commit already published (a build with nothing new) keeps its reader views: they were
@@ -90,7 +89,8 @@
     {% do lakerank_lib.fault_point('viewed') %}
   {%- endif -%}
   {%- if not published_now -%}
-    {% do adapter.lakerank_commit_begin(this, commit_id - 1, [], root) %}
+    {%- set begun = adapter.lakerank_commit_begin(this, commit_id - 1, [], root) -%}
+    {%- set location = lakerank_lib.stage_dir(root, 'p', commit_id, begun['writer']) -%}
     {% call statement('main') -%}
       insert overwrite directory '{{ location }}' using parquet
       select

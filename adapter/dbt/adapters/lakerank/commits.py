@@ -38,12 +38,12 @@ class CommitMixin(metaclass=AdapterMeta):
         finish or roll back a dead run's intent, drop partitions ``recorded + 1`` of the log
         tables ``logs`` (``[[relation, column], ...]``), sweep dead attempts under
         ``<root>/_v`` (root: the table's location). ``{'done': what it did ('' if nothing),
-        'root': root}``."""
+        'root': root, 'writer': fence.writer()}`` (the stage suffix and fencing of this writer)."""
         spark = self._session()
         root = root or protocol.table_location(spark, _table(target))
         logs = [(_table(rel), col) for rel, col in logs]
         done = _unless_fenced(target, lambda: protocol.recover(spark, _table(target), int(recorded), logs, root))
-        return {"done": f"{target}: {done}" if done else "", "root": root}
+        return {"done": f"{target}: {done}" if done else "", "root": root, "writer": fence.writer()}
 
     @available
     @driver_side
