@@ -9,6 +9,9 @@
       {% call statement('drop_' ~ side.identifier) -%} drop table if exists {{ side }} {%- endcall %}
     {%- endif -%}
   {%- endfor -%}
+  {#- the audit log is a managed table: a folder its drop or a killed create left behind would
+      refuse its create (adapter/dbt/include/lakerank/macros/create_table_as.sql) -#}
+  {% do lakerank_clear_dead_table_folder(parts['audit']) %}
   {% do adapter.lakerank_delete_path(parts['root']) %}
   {% call statement('main') -%}
     create table {{ parts['base'] }}
