@@ -298,7 +298,7 @@ def sweep(spark, table: Table, root: str = "", live: Optional[List[str]] = None,
         if alive(lease.writer_of(name)):
             continue
         if name.startswith(prefix) and not any(p == loc or p.startswith(loc + "/") for p in live):
-            deleted += int(bool(fs.delete(status.getPath(), True)))
+            deleted += int(_delete(fs, status.getPath()))
     return deleted
 
 
@@ -306,7 +306,30 @@ def delete_path(spark, location: str) -> bool:
     if not location:
         return False
     path, fs = _fs(spark, location)
-    return bool(fs.delete(path, True))
+    return _delete(fs, path)
+
+
+def _delete(fs, path) -> bool:
+    """Delete ``path`` and everything under it; whether there was anything to delete.
+
+    An object store may keep listing a folder that a recursive delete cannot remove: s3proxy's
+    `filesystem` backend keeps an empty folder on disk (e.g. the `_temporary/0` of a write
+    whose clean-up deleted the folder's marker before its files) and lists it as a prefix,
+    while S3A finds no object under it to delete. Spark then refuses to create a table there
+    (LOCATION_ALREADY_EXISTS). Such a folder is made an object first (S3A's `mkdirs` puts its
+    marker), which the second delete removes. A local file system never gets here."""
+    deleted = bool(fs.delete(path, True))
+    if deleted and fs.getScheme() != "file" and fs.exists(path):
+        _mark_folders(fs, path)
+        fs.delete(path, True)
+    return deleted
+
+
+def _mark_folders(fs, path) -> None:
+    for status in fs.listStatus(path):
+        if status.isDirectory():
+            fs.mkdirs(status.getPath())
+            _mark_folders(fs, status.getPath())
 
 
 # -- recovery ------------------------------------------------------------------------------

@@ -220,12 +220,6 @@ def stopped(pid: int) -> bool:
         return fh.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
-# In the long soak (LAKERANK_SOAK=long, docs/decisions/0003-ci-coverage.md), not the per-commit
-# CI, until the defect it finds is fixed: in about one run in three to seven a builder's create
-# of int_contract_rank_rewrite on S3 stops with LOCATION_ALREADY_EXISTS (docs/deployment.md,
-# "Several writers"; a real failure of the shared deployment, not of the test).
-@pytest.mark.skipif(os.environ.get("LAKERANK_SOAK") != "long",
-                    reason="known defect on S3 (LOCATION_ALREADY_EXISTS in a racing create); LAKERANK_SOAK=long")
 def test_several_writers_race_and_one_is_killed_mid_commit(race_catalog, tmp_path):
     """Two builders, separate homes, one catalog and bucket, race three rounds of landed events:
     1. both build at once: one waits for the lease, then finds nothing new;

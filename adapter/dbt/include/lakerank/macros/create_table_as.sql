@@ -2,8 +2,9 @@
     of that name would live in when the catalog holds no such table. A build killed inside a
     `create table ... as select` leaves the files it wrote there (`_temporary/`, or whole
     partitions) with nothing in the catalog, and Spark then refuses every later create of the
-    table (LOCATION_ALREADY_EXISTS: "remove the existing location first"); on S3 a metastore
-    that fails to delete a dropped table's folder leaves the same. The folder is the default
+    table (LOCATION_ALREADY_EXISTS: "remove the existing location first"); on S3 an empty
+    folder the store lists but S3A cannot delete does the same (the delete repairs it:
+    docs/deployment.md, "Folders S3 lists but cannot delete"). The folder is the default
     location of a table that does not exist, so nothing reads it. A model with its own
     `location_root` (an external table, whose files a drop keeps on purpose) is left as
     dbt-spark leaves it. -#}
