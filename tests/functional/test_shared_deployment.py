@@ -2,7 +2,9 @@
 the Hive metastore service on it and s3proxy, each started and stopped by its script
 (scripts/services/). The pipeline is built on it exactly, for every rank function (the catalog
 in PostgreSQL, the warehouse and the landing zone on S3, the executors on a standalone
-cluster) and a plain pyspark reader in another process reads the read layer. Two builders race
+cluster) and a plain pyspark reader in another process reads the read layer while the second
+batch is built (a failed attempt, then the build that finishes it): every read sees one
+published commit whole (issue R.5). Two builders race
 on the same catalog and bucket, one killed mid-commit (issue R.4: the lease, the fence, the
 scoped sweep). A missing prerequisite fails the test with what to install: it is never
 skipped."""
@@ -19,6 +21,7 @@ import time
 
 import pytest
 
+from checks import READ_LAYER_SUMMARY, assert_reads_consistent
 from standalone import standalone_cluster
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -26,7 +29,7 @@ SERVICES = ROOT / "scripts" / "services"
 
 # A plain pyspark reader: none of lakerank's code, only the shared settings.
 READER = """
-import json, os, sys
+import json, os, sys, time
 from pyspark.sql import SparkSession
 spark = (SparkSession.builder.master("local[1]").enableHiveSupport()
          .config("spark.driver.extraClassPath", sys.argv[1])
@@ -42,8 +45,19 @@ spark = (SparkSession.builder.master("local[1]").enableHiveSupport()
          .config("spark.ui.enabled", "false").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 spark.catalog.databaseExists("default")  # started and connected while the builder builds
+start, stop, query = sys.argv[2:5]
+while not os.path.exists(start):  # the first build has published
+    time.sleep(0.2)
+samples, errors = [], []
+while not os.path.exists(stop):  # through the second build and its failed attempt
+    try:
+        samples.append([int(x) for x in spark.sql(query).first()])
+    except Exception as exc:
+        errors.append(str(exc)[:500])
+    time.sleep(0.2)
 names = sys.stdin.readline().strip().split(",")  # the builder is done: what to read
-print(json.dumps({n: spark.table(f"lakerank_read.{n}").count() for n in names}))
+counts = {n: spark.table(f"lakerank_read.{n}").count() for n in names}
+print(json.dumps({"counts": counts, "samples": samples, "errors": errors}))
 """
 
 
@@ -121,7 +135,8 @@ def test_pipeline_exact_on_shared_catalog_and_s3(services, tmp_path):
     class_path = os.pathsep.join(os.path.join(services["LAKERANK_JARS"], j) for j in S3A_JARS)
     reader_log = tmp_path / "reader.log"
     with open(reader_log, "w") as log:
-        reader = subprocess.Popen([sys.executable, "-c", READER, class_path], env={**env, "PYTHONPATH": ""},
+        reader = subprocess.Popen([sys.executable, "-c", READER, class_path, f"{out}.start", f"{out}.stop",
+                                   READ_LAYER_SUMMARY], env={**env, "PYTHONPATH": ""},
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
     try:
         # Executors on a standalone cluster (a master and a 2-core worker on this host, S3's
@@ -141,8 +156,15 @@ def test_pipeline_exact_on_shared_catalog_and_s3(services, tmp_path):
 
         read, _ = reader.communicate(",".join(result["counts"]) + "\n", timeout=600)
         assert reader.returncode == 0, reader_log.read_text()[-4000:]
-        assert json.loads(read.strip().splitlines()[-1]) == result["counts"]
+        report = json.loads(read.strip().splitlines()[-1])
+        assert report["counts"] == result["counts"]
         assert all(result["counts"].values()), result["counts"]
+        # While the second batch was built (a failed attempt, then the build that finished
+        # it), every read saw one published commit whole, and saw both commits.
+        expected = {int(k): v for k, v in result["expected"].items()}
+        print("reader samples during the second batch's builds:", len(report["samples"]))
+        assert_reads_consistent(report, expected, min_samples=5)
+        assert {s[0] for s in report["samples"]} == set(expected), (report["samples"], expected)
     finally:
         if reader.poll() is None:
             reader.kill()

@@ -147,6 +147,37 @@ def assert_read_layer_current(lr, published=("fct_contract_rank", "dim_project_r
             assert extra == 0, f"{extra} rows of {a} are not in {b}"
 
 
+# One query a reader in another process runs while builds run: the published commit and the
+# read layer's summaries (fact, zipper, changelog), which must equal the marts' summaries
+# (:func:`mart_summary`) after the build that published that commit.
+_SUMMARIES = (
+    " (select count(*) as n, coalesce(sum(asc_rn * contract_id), 0) as s from {s}.fct_contract_rank) as f"
+    " cross join (select count(*) as n, coalesce(sum(base_max_rn * hash(ver_start)), 0) as s"
+    "             from {s}.dim_project_rank_version) as d"
+    " cross join (select count(*) as n from {s}.fct_contract_rank_changelog) as c")
+READ_LAYER_SUMMARY = ("select p.commit_id, f.n, f.s, d.n, d.s, c.n"
+                      " from (select max(commit_id) as commit_id from lakerank_read.published_commit) as p"
+                      " cross join" + _SUMMARIES.format(s="lakerank_read"))
+
+
+def mart_summary(spark) -> list:
+    """The marts' summary (READ_LAYER_SUMMARY's, over the marts themselves), led by the fact's
+    recorded commit id."""
+    row = spark.sql("select f.n, f.s, d.n, d.s, c.n from" + _SUMMARIES.format(s="lakerank")).first()
+    watermark = {r[0]: r[1] for r in spark.sql("show tblproperties lakerank.fct_contract_rank").collect()}
+    return [int(watermark["lakerank.commit_id"]), *(int(x) for x in row)]
+
+
+def assert_reads_consistent(report: dict, expected: dict, min_samples: int = 3) -> None:
+    """A reader's ``report`` (``samples``: READ_LAYER_SUMMARY rows; ``errors``) against
+    ``expected`` (commit id: :func:`mart_summary` after the build that published it): never
+    failed, and every sample is one published commit's summary, whole."""
+    assert report["errors"] == [] and len(report["samples"]) >= min_samples, report["errors"][:3]
+    seen = {tuple(s) for s in report["samples"]}
+    inconsistent = [s for s in seen if list(s) != expected.get(s[0])]
+    assert inconsistent == [], (inconsistent, expected)
+
+
 def _changed_keys(before: pd.DataFrame, after: pd.DataFrame, cols) -> tuple[set, set, set]:
     """Keys (contract_id) new in ``after``, gone from ``before``, and on both sides with a
     different row (``cols``, amounts to the cent)."""

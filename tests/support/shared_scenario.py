@@ -13,7 +13,11 @@ events; the moves of issue F.1) is landed on S3 and built (`dbt build --target s
 (tests/support/cdc_oracle.py), the changelog replays to the fact, and the read layer returns
 its marts. The merge-on-read tables are due for compaction at every commit
 (compact_commits 1): the second build compacts them on S3 (their base commit moves,
-checked). OUT.json gets the read layer's row counts, for a reader in another process."""
+checked). The second batch's first build fails after the fact's commit, before its record,
+and the next build finishes it. A reader in another process reads the read layer from
+`OUT.json.start` (touched after the first build) to `OUT.json.stop` (after the second);
+OUT.json gets each published commit's summary (tests/support/checks.py, `mart_summary`) to
+check its samples against, and the read layer's row counts."""
 
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ os.environ["LAKERANK_TARGET"] = "shared"
 from test_rank_regressions import scenario_batch  # noqa: E402
 
 import cdc  # noqa: E402
-from checks import assert_all_exact, assert_read_layer_current  # noqa: E402
+from checks import assert_all_exact, assert_read_layer_current, mart_summary  # noqa: E402
 from lakerank_project import Lakerank  # noqa: E402
 
 PUBLISHED = ("fct_contract_rank", "dim_project_rank_version", "fct_contract_rank_changelog")
@@ -82,7 +86,8 @@ def main(out: str) -> None:
     lakerank.dbt("show", "--inline", "select 1")  # the session: S3A for landing the first batch
     timings["session"] = round(time.time() - started, 1)
     oracle = cdc.Oracle()
-    bases = []
+    spark = lakerank.spark()
+    bases, expected = [], {}
     batches = cdc.generate_batches(seed=21, n_batches=2, events_per_batch=60, n_projects=6)
     for i, generated in enumerate(batches):
         lines = [*generated, *scenario_batch(i)]
@@ -91,13 +96,25 @@ def main(out: str) -> None:
         t = time.time()
         # compact_commits 1: the merge-on-read tables fold their changes into their bases
         # at every commit (the compaction's rewrite on S3).
-        lakerank.dbt("build", "--selector", "with_audits", vars={"rank_function": "dense_rank", "compact_commits": 1})
+        settings = {"rank_function": "dense_rank", "compact_commits": 1}
+        if i:  # the second batch's first build stops after the fact's commit, before its record
+            failed = lakerank.dbt("build", vars={**settings, "lakerank_fault": {"fct_contract_rank": "committed"}},
+                                  expect_success=False)
+            assert not failed.success
+        lakerank.dbt("build", "--selector", "with_audits", vars=settings)
         timings[f"build{i}"] = round(time.time() - t, 1)
         bases.append(base_commits(lakerank))
         t = time.time()
         assert_all_exact(lakerank, oracle, "dense_rank")
         assert_read_layer_current(lakerank)
+        summary = mart_summary(spark)
+        published = spark.sql("select max(commit_id) from lakerank_read.published_commit").first()[0]
+        assert published == summary[0], (published, summary)
+        expected[summary[0]] = summary
         timings[f"check{i}"] = round(time.time() - t, 1)
+        # The reader in another process reads from the first build on, through the second
+        # build (and its failed first attempt), until before the full refreshes.
+        pathlib.Path(f"{out}.{'stop' if i else 'start'}").touch()
     # The second build compacted: every merge-on-read table's base moved to a later commit.
     assert all(bases[1][name] > bases[0][name] for name in MERGE_ON_READ), bases
     # The other rank functions on the same catalog and bucket: a full refresh each, exact.
@@ -112,11 +129,11 @@ def main(out: str) -> None:
         timings[f"full_refresh_{function}"] = round(time.time() - t, 1)
         assert_all_exact(lakerank, oracle, function)
         assert_read_layer_current(lakerank)
-    spark = lakerank.spark()
     counts = {name: spark.table(f"lakerank_read.{name}").count() for name in PUBLISHED}
     rows = spark.sql("describe formatted lakerank.stg_contract_changelog").collect()
     location = next(r["data_type"] for r in rows if r["col_name"].strip() == "Location")
-    result = {"counts": counts, "location": location, "timings": timings, "master": spark.sparkContext.master}
+    result = {"counts": counts, "location": location, "timings": timings, "master": spark.sparkContext.master,
+              "expected": expected}
     pathlib.Path(out).write_text(json.dumps(result))
     print(json.dumps(result))
 
