@@ -26,6 +26,8 @@ ranks against DuckDB computing the same ranks from the landed files.
     python3 scripts/bench.py --quick                 # 1e5 history, 2 batches (CI smoke test)
     python3 scripts/bench.py --quick --warm          # then 2 batches through `lakerank serve`
     python3 scripts/bench.py --history 1e6 1e7 3e7   # the full run (hours; manual)
+    python3 scripts/bench.py --history 1e6 --deployments embedded shared
+                                                     # the shared deployment beside the embedded one
 
 Results: a markdown table on stdout and JSON in --out (default bench-results.json).
 """
@@ -47,7 +49,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_eventlog  # noqa: E402  (Spark jobs and bytes read per run)
-from bench_oracle import check_exact  # noqa: E402  (DuckDB over the landed files)
+import bench_shared  # noqa: E402  (--deployments shared)
+from bench_oracle import check_exact, check_exact_apart  # noqa: E402  (DuckDB over the landed files)
 from bench_streams import N_PROJECTS, BatchMaker, land_history  # noqa: E402  (the event streams)
 
 NAIVE = ROOT / "benchmarks" / "naive"
@@ -60,6 +63,7 @@ NAIVE_LINES = [
     ("json", "JSON re-parse (labelled)", ["naive_contract_rank_json"]),
 ]
 RANK_VARS: list[str] = []  # `--vars` of every dbt run: the rank function, when not the default
+DEPLOYMENT_ENV: dict = {}  # the shared deployment's environment while a size runs there (--deployments)
 
 
 # ---------------------------------------------------------------------------------------
@@ -88,7 +92,8 @@ def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -
     # dbt's log of every run stays beside the home for profiling (<work>/logs/<time>-<command>).
     log_dir = home.parent / "logs" / f"{time.strftime('%H%M%S')}-{args[0]}"
     log_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "LAKERANK_HOME": str(home), "LAKERANK_SPARK_CONF": bench_eventlog.conf(eventlog_dir(home))}
+    env = {**os.environ, **DEPLOYMENT_ENV, "LAKERANK_HOME": str(home),
+           "LAKERANK_SPARK_CONF": bench_eventlog.conf(eventlog_dir(home))}
     cmd = [sys.executable, "-m", "dbt.cli.main", *args, *RANK_VARS, "--project-dir", str(project),
            "--profiles-dir", str(PROFILES), "--log-path", str(log_dir)]
     results = project / "target" / "run_results.json"
@@ -153,7 +158,8 @@ def bytes_written_since(root: pathlib.Path, since: float) -> int:
 # ---------------------------------------------------------------------------------------
 
 def bench_history(n: int, args) -> dict:
-    home = pathlib.Path(args.work) / f"home_{n}"
+    shared = bool(DEPLOYMENT_ENV)
+    home = pathlib.Path(args.work) / f"home_{n}{'_shared' if shared else ''}"
     landing = home / "landing" / "contracts"
     projects = args.projects
     build = ["build", "--quiet"]  # the pipeline: the examples are off by default
@@ -177,7 +183,9 @@ def bench_history(n: int, args) -> dict:
         print(f"== history {n:,} contracts ({projects:,} projects) in {home}", flush=True)
         t = time.time()
         land_history(landing, n, projects, seed=n)
-        print(f"   generated in {time.time() - t:.0f}s", flush=True)
+        if shared:
+            bench_shared.upload(DEPLOYMENT_ENV, sorted(landing.glob("*.jsonl")))
+        print(f"   generated (and landed) in {time.time() - t:.0f}s", flush=True)
         load = run_dbt(build, home)
         # The yardstick's first runs: the user's tables as they stand when the batches begin.
         naive_load = {k: run_naive(home, k, ["--quiet"]) for k in lines if k != "json"}
@@ -190,7 +198,8 @@ def bench_history(n: int, args) -> dict:
         land_batch(landing, b, maker.batch(args.batch_events))
         since = time.time()
         inc = run_dbt(build, home)
-        inc["bytes_written"] = bytes_written_since(home / "warehouse", since)
+        warehouse = bench_shared.warehouse_on_disk(DEPLOYMENT_ENV) if shared else home / "warehouse"
+        inc["bytes_written"] = bytes_written_since(warehouse, since)
         naive = {k: run_naive(home, k, ["--quiet"]) for k in lines}
         # The floor again, next to this batch: one floor sample taken while the box was busy
         # would skew every ratio, so the ratios use the smallest floor of the run.
@@ -199,15 +208,16 @@ def bench_history(n: int, args) -> dict:
         row = {"batch": b, "incremental": inc, "naive": naive, "floor": again["seconds"]}
         print(f"   batch {b}: incremental {inc}, naive {naive}", flush=True)
         batches.append(row)
-    warm = bench_warm(home, maker, landing, done + args.batches, args, lines) if args.warm else None
-    exact = check_exact(home, args.rank_function,
-                        ["naive_contract_rank", "naive_cl_contract_rank"]
-                        + ([] if args.no_json else ["naive_contract_rank_json"]))
+    warm = bench_warm(home, maker, landing, done + args.batches, args, lines) if args.warm and not shared else None
+    others = ["naive_contract_rank", "naive_cl_contract_rank"] + ([] if args.no_json else ["naive_contract_rank_json"])
+    exact = (check_exact_apart(home, args.rank_function, others, {**os.environ, **DEPLOYMENT_ENV}) if shared
+             else check_exact(home, args.rank_function, others))
     print(f"   exactness vs DuckDB: {exact}", flush=True)
     if not args.keep:
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(eventlog_dir(home), ignore_errors=True)
-    return {"history": n, "projects": projects, "rank_function": args.rank_function, "load": load,
+    return {"history": n, "deployment": "shared" if shared else "embedded", "projects": projects,
+            "rank_function": args.rank_function, "load": load,
             "naive_load": naive_load, "floor": floor, "empty_build": empty,
             "batches": batches, "warm": warm, "exact": exact}
 
@@ -216,6 +226,8 @@ def land_batch(landing: pathlib.Path, b: int, lines: list[str]) -> None:
     tmp, dst = landing / f".batch_{b:04d}.tmp", landing / f"batch_{b:04d}.jsonl"
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, dst)
+    if DEPLOYMENT_ENV:
+        bench_shared.upload(DEPLOYMENT_ENV, [dst])
 
 
 def bench_warm(home: pathlib.Path, maker: BatchMaker, landing: pathlib.Path, first: int, args,
@@ -264,6 +276,10 @@ def bench_warm(home: pathlib.Path, maker: BatchMaker, landing: pathlib.Path, fir
     return warm
 
 
+def _history(r: dict) -> str:
+    return f"{r['history']:,}" + (" (shared)" if r.get("deployment") == "shared" else "")
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:.1f}"
 
@@ -286,7 +302,7 @@ def _tables(rows: list[tuple[str, int, float, dict, dict, bool]], lines: list[st
     for hist, b, f, inc, naive, exact in rows:
         li = _above(inc["seconds"], f)
         nv = {k: _above(naive[k]["seconds"], f) for k in lines}
-        out.append(f"| {hist:,} | {b} | {f} | {li} | " + " | ".join(str(nv[k]) for k in lines)
+        out.append(f"| {hist} | {b} | {f} | {li} | " + " | ".join(str(nv[k]) for k in lines)
                    + f" | **{_ratio(li, nv['columnar'])}** | "
                    + " | ".join(_ratio(li, nv[k]) for k in lines if k != "columnar")
                    + f" | {inc.get('load', 0):.2f} | {exact} |")
@@ -294,7 +310,7 @@ def _tables(rows: list[tuple[str, int, float, dict, dict, bool]], lines: list[st
             "|---|---|---|---|---|---|---|"]
     for hist, b, _, inc, naive, _ in rows:
         for label, r in [("lakerank", inc)] + [(labels[k], naive[k]) for k in lines]:
-            out.append(f"| {hist:,} | {b} | {label} | {r['nodes']} ({r['nodes_with_statements']}) | {r['statements']}"
+            out.append(f"| {hist} | {b} | {label} | {r['nodes']} ({r['nodes_with_statements']}) | {r['statements']}"
                        f" | {r['spark_jobs']} | {r['bytes_read'] / 1e6:.1f} |")
     return out
 
@@ -306,7 +322,7 @@ def summary(results: list[dict], batch_events: int) -> str:
            "|---|---|---|---|---|---|---|---|"]
     for r in results:
         first = r.get("naive_load") or {}
-        out.append(f"| {r['history']:,} | {r['load']['seconds']} | {r['load']['peak_rss_mib']}"
+        out.append(f"| {_history(r)} | {r['load']['seconds']} | {r['load']['peak_rss_mib']}"
                    f" | {' / '.join(str(v['seconds']) for v in first.values()) or '-'}"
                    f" | {min(r['floor'].get('samples', [r['floor']['seconds']]))} | {r['empty_build']['seconds']}"
                    f" | {' / '.join(_mb(b['incremental']['bytes_written']) for b in r['batches'])}"
@@ -316,17 +332,17 @@ def summary(results: list[dict], batch_events: int) -> str:
     rows = []
     for r in results:
         f = min(r["floor"].get("samples", [r["floor"]["seconds"]]))
-        rows += [(r["history"], b["batch"], f, b["incremental"], b["naive"], r["exact"]["exact"]) for b in r["batches"]]
+        rows += [(_history(r), b["batch"], f, b["incremental"], b["naive"], r["exact"]["exact"]) for b in r["batches"]]
     out += _tables(rows, lines)
     warm = [r for r in results if r.get("warm")]
     if warm:
         out += ["\nWarm: the same homes behind `lakerank serve`, every `dbt ... --target connect` (lakerank and"
                 " the yardstick through the same server); seconds above the warm floor.\n",
                 "| history | server start s | floor s | empty build s |", "|---|---|---|---|"]
-        out += [f"| {r['history']:,} | {r['warm']['server_start']} | {r['warm']['floor']}"
+        out += [f"| {_history(r)} | {r['warm']['server_start']} | {r['warm']['floor']}"
                 f" | {r['warm']['empty_build']['seconds']} |" for r in warm]
         out.append("")
-        rows = [(r["history"], b["batch"], r["warm"]["floor"], b["incremental"], b["naive"], r["exact"]["exact"])
+        rows = [(_history(r), b["batch"], r["warm"]["floor"], b["incremental"], b["naive"], r["exact"]["exact"])
                 for r in warm for b in r["warm"]["batches"]]
         out += _tables(rows, lines)
     return "\n".join(out)
@@ -346,13 +362,26 @@ def main() -> int:
     p.add_argument("--reuse", action="store_true", help="reuse a kept home of --work (skip the history load)")
     p.add_argument("--rank-function", default="dense_rank", choices=["dense_rank", "rank", "row_number"])
     p.add_argument("--no-json", action="store_true", help="leave out the JSON re-parse line")
+    p.add_argument("--deployments", nargs="+", default=["embedded"], choices=["embedded", "shared"],
+                   help="each size on these, one after the other (shared: services started for it, cold only)")
     args = p.parse_args()
     if args.quick:
         args.history, args.batches, args.batch_events = ["1e5"], 2, 2_000
     args.work = args.work or tempfile.mkdtemp(prefix="lakerank-bench-")
     if args.rank_function != "dense_rank":
         RANK_VARS.extend(["--vars", json.dumps({"rank_function": args.rank_function})])
-    results = [bench_history(int(float(h)), args) for h in args.history]
+    results = []
+    for h in args.history:
+        for deployment in args.deployments:
+            if deployment == "embedded":
+                results.append(bench_history(int(float(h)), args))
+                continue
+            with bench_shared.shared_deployment(f"bench{int(float(h))}") as env:
+                DEPLOYMENT_ENV.update(env)
+                try:
+                    results.append(bench_history(int(float(h)), args))
+                finally:
+                    DEPLOYMENT_ENV.clear()
     pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
     print(summary(results, args.batch_events))
     if not all(r["exact"]["exact"] for r in results):

@@ -3,8 +3,11 @@ tables, against DuckDB computing the same ranks from the home's landed files (sc
 
 from __future__ import annotations
 
+import json
+import os
 import pathlib
 import shutil
+import sys
 
 ORDER = {"dense_rank": "sign_time", "rank": "sign_time", "row_number": "sign_time, contract_id"}
 
@@ -15,12 +18,10 @@ def check_exact(home: pathlib.Path, rank_function: str = "dense_rank", others: l
     import duckdb
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.lakerank.session import home_spark_conf
-
     export = home / "bench_export"
     shutil.rmtree(export, ignore_errors=True)
     builder = SparkSession.builder.enableHiveSupport().master("local[2]")
-    for k, v in home_spark_conf(str(home)).items():
+    for k, v in spark_conf(home).items():
         builder = builder.config(k, v)
     spark = builder.config("spark.sql.timestampType", "TIMESTAMP_NTZ").getOrCreate()
     # Hive's partition-filter fallback on the `_`-named partition columns logs a WARN with a
@@ -67,3 +68,37 @@ def check_exact(home: pathlib.Path, rank_function: str = "dense_rank", others: l
     result.update({t: out[t] for t in others})
     result["exact"] = all(v["exact"] for v in out.values())
     return result
+
+
+def check_exact_apart(home: pathlib.Path, rank_function: str, others: list[str], env: dict) -> dict:
+    """check_exact in a process (and JVM) of its own with ``env``: the shared target's session
+    needs S3A's jars on a new JVM's class path."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, __file__, str(home), rank_function, *others], env=env, check=True,
+                          capture_output=True, text=True)
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def spark_conf(home: pathlib.Path) -> dict:
+    """The home's own settings; on the shared target (LAKERANK_TARGET=shared, the environment
+    of scripts/bench_shared.py) the shared catalog's, warehouse's and S3's instead."""
+    from dbt.adapters.lakerank.session import home_spark_conf, session_spark_conf
+
+    if os.environ.get("LAKERANK_TARGET") != "shared":
+        return home_spark_conf(str(home))
+    return session_spark_conf(str(home), {
+        "spark.lakerank.deployment": "shared",
+        "spark.hadoop.hive.metastore.uris": os.environ["LAKERANK_METASTORE_URI"],
+        "spark.sql.warehouse.dir": os.environ["LAKERANK_WAREHOUSE"],
+        "spark.lakerank.landing": os.environ["LAKERANK_LANDING"],
+        "spark.hadoop.fs.s3a.endpoint": os.environ["LAKERANK_S3_ENDPOINT"],
+        "spark.hadoop.fs.s3a.endpoint.region": os.environ.get("AWS_REGION", "us-east-1"),
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+    })
+
+
+if __name__ == "__main__":
+    # python3 scripts/bench_oracle.py HOME RANK_FUNCTION [TABLE ...]: check_exact's result as
+    # JSON, in a process (and JVM) of its own: the shared target's needs S3A on its class path.
+    print(json.dumps(check_exact(pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3:])))

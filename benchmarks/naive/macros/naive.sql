@@ -19,7 +19,7 @@ lines as (
         ) as event,
         _metadata.file_name as source_file,
         unix_micros(_metadata.file_modification_time) as landed_micros
-    from text.`{{ env_var('LAKERANK_HOME') }}/landing/contracts`
+    from text.`{{ env_var('LAKERANK_LANDING', env_var('LAKERANK_HOME') ~ '/landing') }}/contracts`
     {%- if landed_after is not none %}
         where _metadata.file_modification_time > timestamp_micros({{ landed_after }})
     {%- endif %}
