@@ -48,7 +48,13 @@ from dbt.adapters.lakerank.home import (
     write_state,
 )
 from dbt.adapters.lakerank.java_check import LakerankJavaError, check_java
-from dbt.adapters.lakerank.session import JVM_FLAGS, current_thread_session, env_spark_conf, start_embedded_session
+from dbt.adapters.lakerank.session import (
+    JVM_FLAGS,
+    current_thread_session,
+    env_spark_conf,
+    is_shared,
+    start_embedded_session,
+)
 from python_udfs.jvm import jvm_class
 
 SERVICE_CLASS = "org.apache.spark.sql.connect.service.SparkConnectService"
@@ -190,6 +196,10 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
     except LakerankBusyError as exc:
         raise ServeError(str(exc)) from None
     conf = profile_spark_conf(project_dir, target)
+    if is_shared({**conf, **env_spark_conf()}):
+        raise ServeError(f"lakerank serve: target {target!r} is the shared deployment, where builders take turns "
+                         "through the catalog's build lease; a server takes no lease and its builds would commit "
+                         "beside theirs unfenced. Build with `dbt build --target shared` (docs/deployment.md).")
     if TOKEN_CONF in conf or TOKEN_CONF in env_spark_conf():
         raise ServeError(f"lakerank serve: {TOKEN_CONF} is set (target {target!r} or LAKERANK_SPARK_CONF); "
                          "the server makes its own token at every start and keeps it in serve.json. "
