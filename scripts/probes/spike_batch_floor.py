@@ -76,6 +76,9 @@ from spike_sql_blocks import (  # noqa: E402
     offsets_results_fused_sql,
 )
 
+# 3q: the fused results planned whole (no adaptive stages, each a Spark job; no broadcasts, each a job)
+ONE_PLAN = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+
 OPEN_END = "timestamp_ntz'9999-12-31 00:00:00'"
 
 
@@ -202,13 +205,17 @@ def main() -> int:
 
     steps: dict[str, list[dict]] = {}
 
-    def step(name: str, sql, dest: pathlib.Path, partition_by: str | None = None) -> None:
+    def step(name: str, sql, dest: pathlib.Path, partition_by: str | None = None, conf: dict | None = None) -> None:
+        for k, v in (conf or {}).items():  # the step's own settings, unset after it
+            spark.conf.set(k, v)
         t0 = time.time()  # sql: a statement, or a function that makes it (its work timed too)
         w = spark.sql(sql if isinstance(sql, str) else sql()).write.mode("overwrite")
         if partition_by:
             w = w.partitionBy(partition_by)
         w.parquet(str(dest))
         t1 = time.time()
+        for k in conf or {}:
+            spark.conf.unset(k)
         time.sleep(0.3)
         m = bench_eventlog.summarise(evlog, t0, t1)
         rows = spark.read.parquet(str(dest)).count()
@@ -255,6 +262,8 @@ def main() -> int:
                 step("offsets: 2p inputs, pruned", pruned_inputs, out / "offset_inputs_p", "part")
                 step("offsets: 3p results, fused", offsets_results_fused_sql(out / "offset_inputs_p"),
                      out / "offset_changes_p", "part")
+                step("offsets: 3q results, fused, one plan", offsets_results_fused_sql(out / "offset_inputs_p"),
+                     out / "offset_changes_q", "part", ONE_PLAN)
                 step("offsets: 4p changelog, pruned", offsets_changelog_sql(
                      out / "offset_changes_p", state, loc_tails_rel(state, lit)), out / "offset_changelog_p")
             step("offsets: read view", f"""

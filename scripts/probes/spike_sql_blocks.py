@@ -8,9 +8,11 @@
   inside the step's time, so Parquet's row-group statistics skip the other blocks;
 - 3p, the results computing the touched blocks' tails once (a block's positions are its
   largest new local rank, not a second count over the tail);
+- 3q, 3p planned whole: adaptive execution and broadcasts off for the statement (each adaptive
+  stage and each broadcast is a Spark job of its own: 16 jobs become 5);
 - 4p, the per-contract changelog reading `loc_c` under the touched projects' tails (every block
   from a project's first touched month on: the only blocks whose offset can move);
-- the checks: 2p stages the rows 2 stages, 3p writes the changes 3 writes, 4p the changelog 4
+- the checks: 2p stages the rows 2 stages, 3p and 3q write the changes 3 writes, 4p the changelog 4
   writes, and the offsets view after 3p's changes equals DuckDB's re-rank of every event.
 """
 
@@ -169,4 +171,5 @@ def check_blocks(con, state: pathlib.Path, out: pathlib.Path) -> dict:
     cl_a, cl_b = (f"read_parquet('{out / d}/*.parquet')" for d in ("offset_changelog", "offset_changelog_p"))
     return {"inputs_2p_rows_differing": differ(staged("offset_inputs"), staged("offset_inputs_p")),
             "results_3p_rows_differing": differ(changes("offset_changes"), changes("offset_changes_p")),
+            "results_3q_rows_differing": differ(changes("offset_changes"), changes("offset_changes_q")),
             "changelog_4p_rows_differing": differ(cl_a, cl_b)}
