@@ -4,8 +4,9 @@
 - `loc_c`, the local-rank table sorted by block month (`block_key`, yyyymm) then project, in
   row groups of ~2,048 rows (DuckDB's smallest), built beside `loc` with the same rows;
 - 2p, the inputs reading it under a literal predicate of the touched blocks (one disjunct a
-  month: `block_key = m and project_id in (...)`), computed by the driver from step 1's output
-  inside the step's time, so Parquet's row-group statistics skip the other blocks;
+  month: `block_key = m and project_id in (...)`, or the month alone when it has more than
+  LIST_MAX projects), computed by the driver from step 1's output inside the step's time, so
+  Parquet's row-group statistics skip the other blocks;
 - 3p, the results computing the touched blocks' tails once (a block's positions are its
   largest new local rank, not a second count over the tail);
 - 3q, 3p planned whole: adaptive execution and broadcasts off for the statement (each adaptive
@@ -30,28 +31,34 @@ def build_blocks_state(con, state: pathlib.Path) -> None:
         to '{state / "loc_c"}' (format parquet, row_group_size 2048)""")
 
 
-def block_literals(spark, changes: pathlib.Path) -> dict:
-    """From step 1's output: the touched (project, month) blocks and each touched project's first
-    touched month, as literal predicates over `block_key` and `project_id` (one Spark job)."""
-    key = "cast(year({t}) * 100 + month({t}) as int)"
-    rows = spark.sql(f"""
-        select distinct project_id, block_key from (
-            select old_project_id as project_id, {key.format(t="old_sign_time")} as block_key
-            from parquet.`{changes}` where old_live
-            union all
-            select new_project_id, {key.format(t="new_sign_time")} from parquet.`{changes}` where new_live)
-    """).collect()
-    by_month: dict[int, list[int]] = {}
-    first: dict[int, int] = {}
-    for r in rows:
-        by_month.setdefault(r.block_key, []).append(r.project_id)
-        first[r.project_id] = min(first.get(r.project_id, r.block_key), r.block_key)
-    by_first: dict[int, list[int]] = {}
-    for p, m in first.items():
-        by_first.setdefault(m, []).append(p)
+# A month touched in more projects than this is pushed down as the month alone (its rows are most
+# of the month's row groups anyway); the statement's join with the blocks keeps the rows exact.
+# Below inFilterThreshold (set for 1b), so Spark pushes each list down as a list, not its range.
+LIST_MAX = 100
 
-    def disjuncts(groups: dict[int, list[int]], op: str) -> str:
+
+def block_literals(spark, changes: pathlib.Path) -> dict:
+    """From step 1's output (its ~10,000 rows collected by the driver, one Spark job): the touched
+    (project, month) blocks and each touched project's first touched month, as literal
+    predicates over `block_key` and `project_id` that Parquet's statistics can skip row groups by."""
+    by_month: dict[int, set[int]] = {}
+    for r in spark.read.parquet(str(changes)).select(
+            "old_live", "old_project_id", "old_sign_time", "new_live", "new_project_id", "new_sign_time").collect():
+        for live, p, t in ((r.old_live, r.old_project_id, r.old_sign_time), (r.new_live, r.new_project_id,
+                                                                          r.new_sign_time)):
+            if live:
+                by_month.setdefault(t.year * 100 + t.month, set()).add(p)
+    first: dict[int, int] = {}
+    for m, ps in by_month.items():
+        for p in ps:
+            first[p] = min(first.get(p, m), m)
+    by_first: dict[int, set[int]] = {}
+    for p, m in first.items():
+        by_first.setdefault(m, set()).add(p)
+
+    def disjuncts(groups: dict[int, set[int]], op: str) -> str:
         return " or ".join(f"(block_key {op} {m} and project_id in ({', '.join(map(str, sorted(ps)))}))"
+                           if len(ps) <= LIST_MAX else f"block_key {op} {m}"
                            for m, ps in sorted(groups.items())) or "false"
 
     return {"blocks": disjuncts(by_month, "="), "tails": disjuncts(by_first, ">=")}
@@ -77,8 +84,9 @@ def offsets_inputs_pruned_sql(changes: pathlib.Path, state: pathlib.Path, lit: d
            if(new_live, 1, 0), null, null
     from chg
     union all
-    select 'loc_old', project_id, block, contract_id, sign_time, amount, local_rn, null, null
-    from parquet.`{state}/loc_c` where {lit["blocks"]}
+    select 'loc_old', l.project_id, l.block, l.contract_id, l.sign_time, l.amount, l.local_rn, null, null
+    from (select * from parquet.`{state}/loc_c` where {lit["blocks"]}) as l
+    left semi join blocks as b on l.project_id = b.project_id and l.block = b.block
     union all
     select 'off_old', o.project_id, o.block, null, null, null, null, o.positions, o.block_offset
     from parquet.`{state}/off` as o
