@@ -57,9 +57,11 @@ def block_literals(spark, changes: pathlib.Path) -> dict:
         by_first.setdefault(m, set()).add(p)
 
     def disjuncts(groups: dict[int, set[int]], op: str) -> str:
+        # the newest month first: Spark evaluates the disjuncts on every row read, in order, and
+        # most rows read are the newest month's
         return " or ".join(f"(block_key {op} {m} and project_id in ({', '.join(map(str, sorted(ps)))}))"
                            if len(ps) <= LIST_MAX else f"block_key {op} {m}"
-                           for m, ps in sorted(groups.items())) or "false"
+                           for m, ps in sorted(groups.items(), reverse=True)) or "false"
 
     return {"blocks": disjuncts(by_month, "="), "tails": disjuncts(by_first, ">=")}
 
