@@ -33,6 +33,9 @@ rows and its projects' offsets (2), then rewrites the touched blocks' local rank
 projects' changed offsets (3), and a reader computes asc_rn = local rank + offset; step 4
 derives from them the per-contract changelog `fct_contract_rank_changelog` keeps (a pair for
 every contract whose asc_rn moved), for the design that keeps that interface.
+With --blocks (spike_sql_blocks.py): the same steps on local ranks clustered by block and read
+under literal predicates of the touched blocks (2p, 4p), and the results computed in one pass
+(3p) and planned whole (3q), each checked equal to its unpruned step.
 
 Each step is timed warm (--repeat runs, median), with its Spark jobs and bytes read (Spark's
 event log over the step's window, scripts/bench_eventlog.py). The spike's output is checked
@@ -40,6 +43,7 @@ against DuckDB: the old fact with the fct changes applied equals the re-rank of 
 
     python3 scripts/probes/spike_batch_floor.py --history 1e6 --work /tmp/spike
     python3 scripts/probes/spike_batch_floor.py --history 1e7 --work /tmp/spike --offsets
+    python3 scripts/probes/spike_batch_floor.py --history 1e7 --work /tmp/spike --blocks
 """
 
 from __future__ import annotations
