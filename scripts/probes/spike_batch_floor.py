@@ -170,7 +170,7 @@ def main() -> int:
     p.add_argument("--work", required=True)
     p.add_argument("--offsets", action="store_true", help="also the offsets alternative")
     p.add_argument("--blocks", action="store_true",
-                   help="also the offsets alternative's steps on local ranks clustered by block (2p, 3p, 4p; "
+                   help="also the offsets alternative's steps on local ranks clustered by block (2p, 3p, 3q, 4p; "
                         "implies --offsets)")
     p.add_argument("--no-yardstick", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the state (and reuse a kept one)")
