@@ -33,6 +33,9 @@ rows and its projects' offsets (2), then rewrites the touched blocks' local rank
 projects' changed offsets (3), and a reader computes asc_rn = local rank + offset; step 4
 derives from them the per-contract changelog `fct_contract_rank_changelog` keeps (a pair for
 every contract whose asc_rn moved), for the design that keeps that interface.
+With --blocks (spike_sql_blocks.py): the same steps on local ranks clustered by block and read
+under literal predicates of the touched blocks (2p, 4p), and the results computed in one pass
+(3p) and planned whole (3q), each checked equal to its unpruned step.
 
 Each step is timed warm (--repeat runs, median), with its Spark jobs and bytes read (Spark's
 event log over the step's window, scripts/bench_eventlog.py). The spike's output is checked
@@ -40,6 +43,7 @@ against DuckDB: the old fact with the fct changes applied equals the re-rank of 
 
     python3 scripts/probes/spike_batch_floor.py --history 1e6 --work /tmp/spike
     python3 scripts/probes/spike_batch_floor.py --history 1e7 --work /tmp/spike --offsets
+    python3 scripts/probes/spike_batch_floor.py --history 1e7 --work /tmp/spike --blocks
 """
 
 from __future__ import annotations
@@ -67,6 +71,17 @@ from spike_sql import (  # noqa: E402
     offsets_results_sql,
     results_sql,
 )
+from spike_sql_blocks import (  # noqa: E402
+    block_literals,
+    build_blocks_state,
+    check_blocks,
+    loc_tails_rel,
+    offsets_inputs_pruned_sql,
+    offsets_results_fused_sql,
+)
+
+# 3q: the fused results planned whole (no adaptive stages, each a Spark job; no broadcasts, each a job)
+ONE_PLAN = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 OPEN_END = "timestamp_ntz'9999-12-31 00:00:00'"
 
@@ -139,6 +154,7 @@ def build_state(state: pathlib.Path, n: int, projects: int) -> None:
         from (select project_id, date_trunc('month', sign_time) as block, count(distinct sign_time) as positions
               from events group by all)
         order by project_id, block""")
+    build_blocks_state(con, state)  # the local ranks clustered by block (--blocks)
     # the previous run's ranks, for the yardstick's changelog line
     out("prev_rank", "select project_id, contract_id, sign_time, amount, asc_rn from fct")
 
@@ -153,10 +169,14 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--work", required=True)
     p.add_argument("--offsets", action="store_true", help="also the offsets alternative")
+    p.add_argument("--blocks", action="store_true",
+                   help="also the offsets alternative's steps on local ranks clustered by block (2p, 3p, 3q, 4p; "
+                        "implies --offsets)")
     p.add_argument("--no-yardstick", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the state (and reuse a kept one)")
     p.add_argument("--out", default=None, help="JSON results")
     args = p.parse_args()
+    args.offsets = args.offsets or args.blocks
     n = int(float(args.history))
     work = pathlib.Path(args.work)
     state, out, evlog = work / f"state_{n}", work / f"out_{n}", work / f"eventlog_{n}"
@@ -164,7 +184,7 @@ def main() -> int:
     shutil.rmtree(evlog, ignore_errors=True)
     out.mkdir(parents=True)
     figures: dict = {"history": n, "batch_events": args.batch_events, "load_before": os.getloadavg()}
-    if not (args.keep and (state / "acc").exists()):
+    if not (args.keep and (state / "prev_rank").exists()):
         shutil.rmtree(state, ignore_errors=True)
         t = time.time()
         build_state(state, n, args.projects)
@@ -189,13 +209,17 @@ def main() -> int:
 
     steps: dict[str, list[dict]] = {}
 
-    def step(name: str, sql: str, dest: pathlib.Path, partition_by: str | None = None) -> None:
-        t0 = time.time()
-        w = spark.sql(sql).write.mode("overwrite")
+    def step(name: str, sql, dest: pathlib.Path, partition_by: str | None = None, conf: dict | None = None) -> None:
+        for k, v in (conf or {}).items():  # the step's own settings, unset after it
+            spark.conf.set(k, v)
+        t0 = time.time()  # sql: a statement, or a function that makes it (its work timed too)
+        w = spark.sql(sql if isinstance(sql, str) else sql()).write.mode("overwrite")
         if partition_by:
             w = w.partitionBy(partition_by)
         w.parquet(str(dest))
         t1 = time.time()
+        for k in conf or {}:
+            spark.conf.unset(k)
         time.sleep(0.3)
         m = bench_eventlog.summarise(evlog, t0, t1)
         rows = spark.read.parquet(str(dest)).count()
@@ -219,6 +243,14 @@ def main() -> int:
                         if json.loads(line)["contract_id"] <= n})
     spark.conf.set("spark.sql.parquet.pushdown.inFilterThreshold", str(max(10, len(known_ids))))
 
+    lit: dict = {}  # --blocks: the touched blocks as literals, made by 2p from step 1's output
+
+    def pruned_inputs() -> str:
+        # (Spark pushes an IN list longer than inFilterThreshold, set for 1b above, as its range: a
+        # chain of thousands of equalities overflows the stack of Parquet's filter)
+        lit.update(block_literals(spark, out / "changes"))
+        return offsets_inputs_pruned_sql(out / "changes", state, lit)
+
     for r in range(args.repeat + 1):  # a first round warms the JVM up, not counted
         print(f"round {r}{' (warm-up, not counted)' if r == 0 else ''}", flush=True)
         step("1 ingest", ingest_sql(batch_file, state), out / "changes")
@@ -230,6 +262,14 @@ def main() -> int:
             step("offsets: 3 results", offsets_results_sql(out / "offset_inputs"), out / "offset_changes", "part")
             step("offsets: 4 changelog, stored per contract", offsets_changelog_sql(out / "offset_changes", state),
                  out / "offset_changelog")
+            if args.blocks:
+                step("offsets: 2p inputs, pruned", pruned_inputs, out / "offset_inputs_p", "part")
+                step("offsets: 3p results, fused", offsets_results_fused_sql(out / "offset_inputs_p"),
+                     out / "offset_changes_p", "part")
+                step("offsets: 3q results, fused, one plan", offsets_results_fused_sql(out / "offset_inputs_p"),
+                     out / "offset_changes_q", "part", ONE_PLAN)
+                step("offsets: 4p changelog, pruned", offsets_changelog_sql(
+                     out / "offset_changes_p", state, loc_tails_rel(state, lit)), out / "offset_changelog_p")
             step("offsets: read view", f"""
                 select l.project_id, l.contract_id, l.sign_time, l.local_rn + o.block_offset as asc_rn
                 from parquet.`{state}/loc` as l inner join parquet.`{state}/off` as o
@@ -249,6 +289,11 @@ def main() -> int:
                             "records_read": v[-1]["records_read"], "rows": v[-1]["rows"],
                             "load": [x["load"] for x in v]} for k, v in steps.items()}
     figures["check"] = check(state, out, args.offsets)
+    if args.blocks:
+        import duckdb
+
+        figures["check"]["blocks"] = blocks = check_blocks(duckdb.connect(), state, out)
+        figures["check"]["exact"] = figures["check"]["exact"] and not any(blocks.values())
     figures["load_after"] = os.getloadavg()
     print(json.dumps(figures, indent=1))
     if args.out:

@@ -314,12 +314,14 @@ def changelog_sql(new: str, old: str) -> str:
     """
 
 
-def offsets_changelog_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
+def offsets_changelog_sql(changes: pathlib.Path, state: pathlib.Path, loc_rel: str | None = None) -> str:
     """The alternative's statement 3 when the per-contract changelog stays stored (the
     interface of `fct_contract_rank_changelog` kept): every contract whose asc_rn, image or
     liveness changed, as -U/+U pairs (+I, -D), from the local-rank and offset changes of
     statement 2 - a contract of a block whose offset moved gets a pair even though its own
-    row did not change. Reads the local-rank rows of the blocks whose offset moved."""
+    row did not change. Reads the local-rank rows of the blocks whose offset moved (from `loc_rel`,
+    a relation of `loc`'s rows that holds them, when given)."""
+    loc_rel = loc_rel or f"parquet.`{state}/loc`"
     img = "from_json(img, 'project_id bigint, contract_id bigint, sign_time string, " \
           "amount decimal(18, 2), block string, local_rn bigint') as i"
 
@@ -349,7 +351,7 @@ def offsets_changelog_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
     shifted as (
         select l.project_id, l.contract_id, l.sign_time, l.amount,
                l.local_rn + m.old_off as old_asc, l.local_rn + m.new_off as new_asc
-        from parquet.`{state}/loc` as l
+        from {loc_rel} as l
         inner join moved as m on l.project_id = m.project_id and l.block = m.block
         left anti join changed_ids as c on l.contract_id = c.contract_id
         where m.old_off <> m.new_off
