@@ -188,9 +188,11 @@ def results_sql(inputs: pathlib.Path) -> str:
 
 # The alternative: ranks at read time from per-(project, month) offsets.
 
-def offsets_inputs_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
+def offsets_inputs_sql(changes: pathlib.Path, state: pathlib.Path, loc: str | None = None) -> str:
     """The alternative's statement 1: the touched (project, month) blocks' local-rank rows and
-    the touched projects' offset rows, staged once, with the changed contracts' images."""
+    the touched projects' offset rows, staged once, with the changed contracts' images.
+    ``loc``: the relation the local ranks are read from (default: the whole `loc` table)."""
+    loc = loc or f"parquet.`{state}/loc`"
     return f"""
     with chg as (select * from parquet.`{changes}`),
     blocks as (
@@ -209,7 +211,7 @@ def offsets_inputs_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
     from chg
     union all
     select 'loc_old', l.project_id, l.block, l.contract_id, l.sign_time, l.amount, l.local_rn, null, null
-    from parquet.`{state}/loc` as l
+    from {loc} as l
     left semi join blocks as b on l.project_id = b.project_id and l.block = b.block
     union all
     select 'off_old', o.project_id, o.block, null, null, null, null, o.positions, o.block_offset
@@ -221,15 +223,8 @@ def offsets_inputs_sql(changes: pathlib.Path, state: pathlib.Path) -> str:
 def offsets_results_sql(inputs: pathlib.Path) -> str:
     """The alternative's statement 2: the touched blocks' new local ranks and the touched
     projects' changed offsets, with -/+ images, written as one parquet partitioned by table."""
-    def part(name: str, cols: str) -> str:
-        return f"(select {cols} from parquet.`{inputs}` where part = '{name}')"
-
     return f"""
-    with
-    blocks as {part('blocks', 'project_id, block')},
-    chg as {part('chg', 'project_id, block, contract_id, sign_time, amount, local_rn as live')},
-    loc_old as {part('loc_old', 'project_id, contract_id, sign_time, amount, block, local_rn')},
-    off_old as {part('off_old', 'project_id, block, positions, block_offset')},
+    {offsets_staged(inputs)}
     loc_tail as (
         select project_id, contract_id, sign_time, amount, block
         from loc_old left anti join chg on loc_old.contract_id = chg.contract_id
@@ -245,6 +240,26 @@ def offsets_results_sql(inputs: pathlib.Path) -> str:
         from blocks as b left join loc_tail as t on b.project_id = t.project_id and b.block = t.block
         group by b.project_id, b.block
     ),
+    {offsets_changes_tail()}"""
+
+
+def offsets_staged(inputs: pathlib.Path) -> str:
+    """The offsets results' first CTEs: the staged parts of statement 2's output."""
+    def part(name: str, cols: str) -> str:
+        return f"(select {cols} from parquet.`{inputs}` where part = '{name}')"
+
+    return f"""with
+    blocks as {part('blocks', 'project_id, block')},
+    chg as {part('chg', 'project_id, block, contract_id, sign_time, amount, local_rn as live')},
+    loc_old as {part('loc_old', 'project_id, contract_id, sign_time, amount, block, local_rn')},
+    off_old as {part('off_old', 'project_id, block, positions, block_offset')},"""
+
+
+def offsets_changes_tail() -> str:
+    """The common end of the offsets results (statement 3 and the spike's 3p): ``off_new``
+    from ``off_old`` and ``positions``, then the -/+ images of ``loc_new`` against ``loc_old``
+    and of ``off_new`` against ``off_old``, one row an image."""
+    return f"""
     off_new as (
         select project_id, block, positions,
                coalesce(sum(positions) over (partition by project_id order by block

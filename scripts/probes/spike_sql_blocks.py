@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import pathlib
 
+from spike_sql import offsets_changes_tail, offsets_inputs_sql, offsets_staged
+
 
 def build_blocks_state(con, state: pathlib.Path) -> None:
     """`loc_c`: `loc` with `block_key`, sorted by block month then project, small row groups."""
@@ -69,45 +71,14 @@ def block_literals(spark, changes: pathlib.Path) -> dict:
 def offsets_inputs_pruned_sql(changes: pathlib.Path, state: pathlib.Path, lit: dict) -> str:
     """2p: statement 2 of the offsets alternative with the touched blocks' local-rank rows read
     from `loc_c` under the literal predicate (the same rows as 2 stages)."""
-    return f"""
-    with chg as (select * from parquet.`{changes}`),
-    blocks as (
-        select distinct project_id, block from (
-            select old_project_id as project_id, date_trunc('MONTH', old_sign_time) as block from chg where old_live
-            union all
-            select new_project_id, date_trunc('MONTH', new_sign_time) from chg where new_live)
-    )
-    select 'blocks' as part, project_id, block, cast(null as bigint) as contract_id,
-           cast(null as timestamp_ntz) as sign_time, cast(null as decimal(18, 2)) as amount,
-           cast(null as bigint) as local_rn, cast(null as bigint) as positions, cast(null as bigint) as block_offset
-    from blocks
-    union all
-    select 'chg', new_project_id, date_trunc('MONTH', new_sign_time), contract_id, new_sign_time, new_amount,
-           if(new_live, 1, 0), null, null
-    from chg
-    union all
-    select 'loc_old', l.project_id, l.block, l.contract_id, l.sign_time, l.amount, l.local_rn, null, null
-    from (select * from parquet.`{state}/loc_c` where {lit["blocks"]}) as l
-    left semi join blocks as b on l.project_id = b.project_id and l.block = b.block
-    union all
-    select 'off_old', o.project_id, o.block, null, null, null, null, o.positions, o.block_offset
-    from parquet.`{state}/off` as o
-    left semi join blocks as b on o.project_id = b.project_id
-    """
+    return offsets_inputs_sql(changes, state, f"(select * from parquet.`{state}/loc_c` where {lit['blocks']})")
 
 
 def offsets_results_fused_sql(inputs: pathlib.Path) -> str:
     """3p: statement 3 of the offsets alternative with the tails ranked once: a touched block's
     positions (its distinct sign times) are its largest new local rank, read off the ranked rows."""
-    def part(name: str, cols: str) -> str:
-        return f"(select {cols} from parquet.`{inputs}` where part = '{name}')"
-
     return f"""
-    with
-    blocks as {part('blocks', 'project_id, block')},
-    chg as {part('chg', 'project_id, block, contract_id, sign_time, amount, local_rn as live')},
-    loc_old as {part('loc_old', 'project_id, contract_id, sign_time, amount, block, local_rn')},
-    off_old as {part('off_old', 'project_id, block, positions, block_offset')},
+    {offsets_staged(inputs)}
     loc_new as (
         select *, cast(dense_rank() over (partition by project_id, block order by sign_time) as bigint) as local_rn
         from (
@@ -122,37 +93,7 @@ def offsets_results_fused_sql(inputs: pathlib.Path) -> str:
                                     from loc_new group by project_id, block) as t
             on b.project_id = t.project_id and b.block = t.block
     ),
-    off_new as (
-        select project_id, block, positions,
-               coalesce(sum(positions) over (partition by project_id order by block
-                        rows between unbounded preceding and 1 preceding), 0) as block_offset
-        from (
-            select coalesce(p.project_id, o.project_id) as project_id, coalesce(p.block, o.block) as block,
-                   coalesce(p.positions, o.positions) as positions
-            from off_old as o full outer join positions as p on o.project_id = p.project_id and o.block = p.block
-        )
-        where positions > 0
-    ),
-    loc_diff as (
-        select n.contract_id is not null as has_new, o.contract_id is not null as has_old,
-               struct(n.*) as new_row, struct(o.*) as old_row
-        from loc_new as n full outer join loc_old as o on n.contract_id = o.contract_id
-        where not (n.project_id <=> o.project_id and n.sign_time <=> o.sign_time and n.amount <=> o.amount
-                   and n.local_rn <=> o.local_rn)
-    ),
-    off_diff as (
-        select n.project_id is not null as has_new, o.project_id is not null as has_old,
-               struct(n.*) as new_row, struct(o.*) as old_row
-        from off_new as n full outer join off_old as o on n.project_id = o.project_id and n.block = o.block
-        where not (n.positions <=> o.positions and n.block_offset <=> o.block_offset)
-    )
-    {" union all ".join(f'''
-    select '{t}' as part, r.rowkind, to_json(r.img) as img, r.img.{key} as key
-    from {t}_diff lateral view inline(filter(array(
-        named_struct('rowkind', if(has_new, '-U', '-D'), 'has', has_old, 'img', old_row),
-        named_struct('rowkind', if(has_old, '+U', '+I'), 'has', has_new, 'img', new_row)
-    ), x -> x.has)) r''' for t, key in [("loc", "contract_id"), ("off", "project_id")])}
-    """
+    {offsets_changes_tail()}"""
 
 
 def loc_tails_rel(state: pathlib.Path, lit: dict) -> str:
