@@ -6,10 +6,11 @@
     checks them (`lakerank.check_rank_results`: a wrong rank stops the build here, before
     any rank table commits it). No seed
     table of its own: it replaces the Flink state the seed's jobs keep between their
-    stages. Rebuilt every build for its window, which it records; a rank table whose window
-    it does not cover expands the same SQL. -#}
+    stages. Rebuilt every build that has commits to rank, for its window, which it records
+    (`rewrite_table`, macros/pipeline/rewrite_table.sql: with nothing to rank it runs no
+    statement); a rank table whose window it does not cover expands the same SQL. -#}
 {{ config(
-    materialized='table',
+    materialized='rewrite_table',
     partition_by=['part'],
     post_hook=[
         "{{ lakerank.insert_rank_results() }}",
