@@ -284,7 +284,8 @@
 {%- endmacro %}
 
 
-{#- The rewrite's commit window {'from', 'to', 'pending', 'built', 'built_for'}: the one
+{#- The rewrite's commit window {'from', 'to', 'pending', 'built', 'built_for', 'exists'}
+    ('exists': whether `int_contract_rank_rewrite` is in the catalog): the one
     `int_contract_rank_rewrite` recorded when it was built in this invocation (`built`:
     it holds this window's rows), else (the oldest watermark of the three rank tables, the
     ingest's head], from -1 on --full-refresh or when one of them does not exist yet. So
@@ -292,7 +293,8 @@
     commits of the others landed since (the rewrite runs first). One metastore call. -#}
 {% macro rank_rewrite_window() -%}
   {%- set source = ref('stg_contract_changelog') -%}
-  {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false, 'built': false, 'built_for': []}) }}{%- endif -%}
+  {%- if not execute -%}{{ return({'from': -1, 'to': -1, 'pending': false, 'built': false, 'built_for': [],
+                                    'exists': false}) }}{%- endif -%}
   {#- by name, not `ref`: the rewrite model itself takes the window it is built for -#}
   {%- set rewrite = api.Relation.create(schema=this.schema, identifier='int_contract_rank_rewrite') -%}
   {%- set tables = lakerank.rank_tables().values() | list -%}
@@ -311,7 +313,8 @@
     {%- set from = -1 if should_full_refresh() else marks | min -%}
   {%- endif -%}
   {{ return({'from': from, 'to': head, 'pending': head > from,
-             'built': built_for == [from | string, head | string], 'built_for': built_for}) }}
+             'built': built_for == [from | string, head | string], 'built_for': built_for,
+             'exists': info[rewrite.identifier]['exists']}) }}
 {%- endmacro %}
 
 

@@ -13,7 +13,7 @@
   {%- set target_relation = api.Relation.create(identifier=model['alias'], schema=schema, database=database,
                                                 type='table') -%}
   {%- set window = lakerank.rank_rewrite_window() -%}
-  {%- if not window.pending and not should_full_refresh() and adapter.lakerank_table_exists(target_relation) -%}
+  {%- if not window.pending and not should_full_refresh() and window.exists -%}
     {%- call statement('main') -%}
       select 'nothing to rank: every rank table has commit {{ window.to }}' as status
     {%- endcall -%}
@@ -21,9 +21,8 @@
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
-  {%- if old_relation is not none -%}
-    {{ adapter.drop_relation(old_relation) }}
+  {%- if window.exists -%}
+    {{ adapter.drop_relation(target_relation) }}
   {%- endif -%}
   {%- call statement('main') -%}
     {{ create_table_as(False, target_relation, compiled_code) }}

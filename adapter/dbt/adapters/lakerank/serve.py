@@ -195,12 +195,12 @@ def start(home: str, host: str, port: int, target: str, project_dir: str, backgr
                            "lakerank serve: LAKERANK_HOME={home} is busy ({holder}); stop that build or server first"))
     except LakerankBusyError as exc:
         raise ServeError(str(exc)) from None
-    conf = profile_spark_conf(project_dir, target)
-    if is_shared({**conf, **env_spark_conf()}):
+    conf, overrides = profile_spark_conf(project_dir, target), env_spark_conf()
+    if is_shared({**conf, **overrides}):
         raise ServeError(f"lakerank serve: target {target!r} is the shared deployment, where builders take turns "
                          "through the catalog's build lease; a server takes no lease and its builds would commit "
                          "beside theirs unfenced. Build with `dbt build --target shared` (docs/deployment.md).")
-    if TOKEN_CONF in conf or TOKEN_CONF in env_spark_conf():
+    if TOKEN_CONF in conf or TOKEN_CONF in overrides:
         raise ServeError(f"lakerank serve: {TOKEN_CONF} is set (target {target!r} or LAKERANK_SPARK_CONF); "
                          "the server makes its own token at every start and keeps it in serve.json. "
                          "Remove the setting.")
