@@ -371,15 +371,15 @@ def main() -> int:
     if args.rank_function != "dense_rank":
         RANK_VARS.extend(["--vars", json.dumps({"rank_function": args.rank_function})])
     results = []
-    for h in args.history:
+    for n in (int(float(h)) for h in args.history):
         for deployment in args.deployments:
             if deployment == "embedded":
-                results.append(bench_history(int(float(h)), args))
+                results.append(bench_history(n, args))
                 continue
-            with bench_shared.shared_deployment(f"bench{int(float(h))}") as env:
+            with bench_shared.shared_deployment(f"bench{n}") as env:
                 DEPLOYMENT_ENV.update(env)
                 try:
-                    results.append(bench_history(int(float(h)), args))
+                    results.append(bench_history(n, args))
                 finally:
                     DEPLOYMENT_ENV.clear()
     pathlib.Path(args.out).write_text(json.dumps(results, indent=2))

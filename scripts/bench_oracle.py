@@ -9,6 +9,7 @@ import pathlib
 import shutil
 import sys
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 ORDER = {"dense_rank": "sign_time", "rank": "sign_time", "row_number": "sign_time, contract_id"}
 
 
@@ -82,21 +83,14 @@ def check_exact_apart(home: pathlib.Path, rank_function: str, others: list[str],
 
 def spark_conf(home: pathlib.Path) -> dict:
     """The home's own settings; on the shared target (LAKERANK_TARGET=shared, the environment
-    of scripts/bench_shared.py) the shared catalog's, warehouse's and S3's instead."""
+    of scripts/bench_shared.py) the profile's shared target's, rendered from that environment
+    as dbt renders it."""
+    from dbt.adapters.lakerank.serve import profile_spark_conf
     from dbt.adapters.lakerank.session import home_spark_conf, session_spark_conf
 
     if os.environ.get("LAKERANK_TARGET") != "shared":
         return home_spark_conf(str(home))
-    return session_spark_conf(str(home), {
-        "spark.lakerank.deployment": "shared",
-        "spark.hadoop.hive.metastore.uris": os.environ["LAKERANK_METASTORE_URI"],
-        "spark.sql.warehouse.dir": os.environ["LAKERANK_WAREHOUSE"],
-        "spark.lakerank.landing": os.environ["LAKERANK_LANDING"],
-        "spark.hadoop.fs.s3a.endpoint": os.environ["LAKERANK_S3_ENDPOINT"],
-        "spark.hadoop.fs.s3a.endpoint.region": os.environ.get("AWS_REGION", "us-east-1"),
-        "spark.hadoop.fs.s3a.path.style.access": "true",
-    })
-
+    return session_spark_conf(str(home), profile_spark_conf(str(ROOT), "shared"))
 
 if __name__ == "__main__":
     # python3 scripts/bench_oracle.py HOME RANK_FUNCTION [TABLE ...]: check_exact's result as

@@ -130,20 +130,20 @@ def main(out: str) -> None:
         assert_all_exact(lakerank, oracle, function)
         assert_read_layer_current(lakerank)
     counts = {name: spark.table(f"lakerank_read.{name}").count() for name in PUBLISHED}
-    rows = spark.sql("describe formatted lakerank.stg_contract_changelog").collect()
-    location = next(r["data_type"] for r in rows if r["col_name"].strip() == "Location")
-    result = {"counts": counts, "location": location, "timings": timings, "master": spark.sparkContext.master,
-              "expected": expected}
+    result = {"counts": counts, "location": table_location(spark, "stg_contract_changelog"), "timings": timings,
+              "master": spark.sparkContext.master, "expected": expected}
     pathlib.Path(out).write_text(json.dumps(result))
     print(json.dumps(result))
 
 
+def table_location(spark, table: str) -> str:
+    rows = spark.sql(f"describe formatted lakerank.{table}").collect()
+    return next(r["data_type"] for r in rows if r["col_name"].strip() == "Location")
+
+
 def plant_undeletable_folder(lakerank, table: str) -> None:
     """An empty folder on s3proxy's disk (LAKERANK_S3PROXY_DIR) under ``table``'s folder."""
-    spark = lakerank.spark()
-    rows = spark.sql(f"describe formatted lakerank.{table}").collect()
-    location = next(r["data_type"] for r in rows if r["col_name"].strip() == "Location")
-    bucket, key = location.split("://", 1)[1].split("/", 1)
+    bucket, key = table_location(lakerank.spark(), table).split("://", 1)[1].split("/", 1)
     os.makedirs(os.path.join(os.environ["LAKERANK_S3PROXY_DIR"], "data", bucket, key, "_temporary", "0"),
                 exist_ok=True)
 

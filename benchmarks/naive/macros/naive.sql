@@ -19,7 +19,7 @@ lines as (
         ) as event,
         _metadata.file_name as source_file,
         unix_micros(_metadata.file_modification_time) as landed_micros
-    from text.`{{ env_var('LAKERANK_LANDING', env_var('LAKERANK_HOME') ~ '/landing') }}/contracts`
+    from text.`{{ naive_landing() }}`
     {%- if landed_after is not none %}
         where _metadata.file_modification_time > timestamp_micros({{ landed_after }})
     {%- endif %}
@@ -89,4 +89,11 @@ from live
         project_id bigint, contract_id bigint, sign_time timestamp, amount decimal(18, 2), asc_rn int
     ) using parquet
 {%- endif -%}
+{%- endmacro %}
+
+
+{#- Where the contracts' events land: LAKERANK_LANDING's `contracts` folder (the shared
+    deployment's, on S3), else the home's. -#}
+{% macro naive_landing() -%}
+{{ env_var('LAKERANK_LANDING', env_var('LAKERANK_HOME') ~ '/landing') }}/contracts
 {%- endmacro %}

@@ -11,7 +11,7 @@ raw_events as (
             'op string, project_id bigint, contract_id bigint, sign_time string, amount decimal(18, 2), op_ts string'
         ) as event,
         input_file_name() as source_file
-    from text.`{{ env_var('LAKERANK_LANDING', env_var('LAKERANK_HOME') ~ '/landing') }}/contracts`
+    from text.`{{ naive_landing() }}`
 ),
 
 last_events as (
