@@ -266,8 +266,10 @@
   {%- if window['built'] -%}
     {%- set relation = rewrite | string -%}
   {%- else -%}
+    {%- if window['pending'] -%}
     {%- do log(this ~ ": the rank rewrite was built for commits " ~ window['built_for'] | join('..')
                ~ ", the rank tables need " ~ window['from'] ~ ".." ~ window['to'] ~ "; expanding it here") -%}
+    {%- endif -%}
     {%- set relation = '(\n' ~ lakerank.rank_rewrite(window) ~ '\n)' -%}
   {%- endif -%}
   {%- set prior = none -%}

@@ -39,6 +39,8 @@ def test_shared_takes_the_profiles_catalog(monkeypatch, tmp_path):
     assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf  # no Derby
     assert not any(k in conf for k in HOME_CATALOG_KEYS if k not in SHARED)
     assert conf["spark.lakerank.home"] == home and conf["spark.local.dir"] == os.path.join(home, "tmp")
+    # Hive's per-process resources folder too (its default: a new /tmp/<session id>_resources each run)
+    assert conf["spark.hadoop.hive.downloaded.resources.dir"].startswith(os.path.join(home, "tmp"))
     for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
         assert conf[key].split(os.pathsep) == [str(jars / j) for j in S3A_JARS]
 

@@ -18,7 +18,10 @@
     2. P becomes N in one metastore call: the model's table (partitioned by `commit_id`, so
        that every query lists its partitions afresh instead of a session's cached listing)
        gains partition N. Every reader view reads P, its newest partition, so all of them
-       move together. Publications but the last three are dropped.
+       move together. Publications but the last three are dropped;
+    3. the model's table records N and the bases its views read (`lakerank.commit_id`,
+       `lakerank.published_bases`): a build that finds every relation still there (nothing
+       new) runs no statement but the metastore read (`_publication_current`).
   (In the terms of lakerank's commit protocol, python_udfs/commit/protocol.py: begin sweeps a
   dead attempt, stage writes the publication's row, swap adds partition N, finish retires
   the old publications.)
@@ -57,6 +60,13 @@
                                commit_id bigint)
       using parquet partitioned by (commit_id) location '{{ root }}'
     {%- endcall %}
+  {%- endif -%}
+  {%- if lakerank_lib._publication_current(published, info) -%}
+    {#- nothing new: every relation at the commit this table records as published, on the
+        bases it records, and every reader view in place (no other read) -#}
+    {% call statement('main') -%} select 'nothing new to publish' as status {%- endcall %}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [this]}) }}
   {%- endif -%}
   {%- set sources = lakerank_lib._publication_sources(published, info) -%}
   {%- set commit_id = sources | map(attribute='commit_id') | select('ge', 0) | list -%}
@@ -101,6 +111,12 @@
     {%- endcall %}
     {% do adapter.lakerank_commit_swap(this, {'commit_id': commit_id, 'create': [['commit_id=' ~ commit_id, location]]}) %}
     {% do lakerank_lib.fault_point('published') %}
+    {#- what the next build compares with before it reads anything else: a hint, used only
+        when it equals what the relations hold now, so a plain statement (a kill before it
+        leaves the hint behind, and that build reads the partitions as before) -#}
+    {% call statement('record_published') -%}
+      {{ lakerank_lib.record_commit_sql(this, commit_id, properties={'lakerank.published_bases': tojson(bases)}) }}
+    {%- endcall %}
   {%- else -%}
     {% call statement('main') -%} select 'commit {{ commit_id }} is published' as status {%- endcall %}
   {%- endif -%}
@@ -123,6 +139,28 @@
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [this]}) }}
 {% endmaterialization %}
+
+
+{#- Whether the publication is current, from `info` alone (the materialization's one metastore
+    call): this table records as published (its `lakerank.commit_id`, `lakerank.published_bases`)
+    the commit every published relation with a watermark stands at and the base each
+    merge_on_read one reads now, and every reader view exists. -#}
+{% macro _publication_current(published, info) -%}
+  {%- set own = info[this.schema ~ '.' ~ this.identifier]['properties'] -%}
+  {%- if lakerank_lib.commit_property() not in own or 'lakerank.published_bases' not in own -%}{{ return(false) }}{%- endif -%}
+  {%- set bases = {} -%}
+  {%- for relation in published -%}
+    {%- set name = relation.schema ~ '.' ~ relation.identifier -%}
+    {%- set props = info[name]['properties'] -%}
+    {%- if props.get(lakerank_lib.commit_property(), own[lakerank_lib.commit_property()]) != own[lakerank_lib.commit_property()]
+          or not info[this.schema ~ '.' ~ relation.identifier]['exists'] -%}{{ return(false) }}{%- endif -%}
+    {%- if 'lakerank.base_commit' in props -%}
+      {%- do bases.update({relation.identifier: {'location': info[name ~ '__base']['location'],
+                                                 'commit': props['lakerank.base_commit'] | int}}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(fromjson(own['lakerank.published_bases']) == bases) }}
+{%- endmacro %}
 
 
 {#- Whether a reader view is missing or reads a base other than its relation's current one. -#}

@@ -72,6 +72,9 @@ def home_spark_conf(home: str) -> Dict[str, str]:
         ),
         "spark.sql.streaming.checkpointLocation": os.path.join(home, "checkpoints", "_default"),
         "spark.local.dir": os.path.join(home, "tmp"),
+        # Hive's session state makes this folder (default: one `/tmp/<session id>_resources`
+        # per process, never removed): under the home, one for all.
+        "spark.hadoop.hive.downloaded.resources.dir": os.path.join(home, "tmp", "hive_resources"),
         "spark.lakerank.home": home,
         # DataNucleus' level-2 cache keeps the metastore's table and partition objects in
         # this JVM between metastore transactions (a small gain: docs/benchmarks.md). Safe
