@@ -19,9 +19,11 @@
        that every query lists its partitions afresh instead of a session's cached listing)
        gains partition N. Every reader view reads P, its newest partition, so all of them
        move together. Publications but the last three are dropped;
-    3. the model's table records N and the bases its views read (`lakerank.commit_id`,
-       `lakerank.published_bases`): a build that finds every relation still there (nothing
-       new) runs no statement but the metastore read (`_publication_current`).
+    3. the model's table records N, the bases its views read and a digest of each view's
+       text (`lakerank.commit_id`, `lakerank.published_bases`, `lakerank.published_views`):
+       a build that finds every relation still there (nothing new) runs no statement but
+       the metastore read (`_publication_current`), and step 1 skips a view whose text is
+       the one already defined (a new commit on the same bases and columns).
   (In the terms of lakerank's commit protocol, python_udfs/commit/protocol.py: begin sweeps a
   dead attempt, stage writes the publication's row, swap adds partition N, finish retires
   the old publications.)
@@ -68,7 +70,8 @@
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [this]}) }}
   {%- endif -%}
-  {%- set sources = lakerank_lib._publication_sources(published, info) -%}
+  {%- set before = adapter.lakerank_partition_locations(this) if info[this.schema ~ '.' ~ this.identifier]['exists'] else {} -%}
+  {%- set sources = lakerank_lib._publication_sources(published, info, before) -%}
   {%- set commit_id = sources | map(attribute='commit_id') | select('ge', 0) | list -%}
   {%- if not commit_id -%}  {#- nothing committed yet (an empty stream): nothing to publish -#}
     {% call statement('main') -%} select 'nothing committed yet' as status {%- endcall %}
@@ -85,16 +88,23 @@
   {%- for source in sources if source.get('base') -%}
     {%- do bases.update({source['relation'].identifier: source['base']}) -%}
   {%- endfor -%}
-  {%- set before = adapter.lakerank_partition_locations(this) -%}
   {%- set published_now = ('commit_id=' ~ commit_id) in before -%}
   {#- A commit already published (a build with nothing new) keeps its reader views: they were
       defined before its partition was added, unless one is missing (a kill between the first
       publication and its views) or a base moved under it (a --full-refresh). -#}
   {%- set views_due = not published_now
         or lakerank_lib._publication_views_stale(sources) -%}
+  {%- set texts = {} -%}  {#- each reader view's SELECT, when one may be (re)defined -#}
+  {%- if views_due or not before -%}
+    {%- for source in sources -%}
+      {%- do texts.update({source['relation'].identifier: lakerank_lib._publication_view_sql(source)}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set own = info[this.schema ~ '.' ~ this.identifier]['properties'] -%}
+  {%- set defined = fromjson(own.get('lakerank.published_views', '{}')) -%}
   {%- if before and views_due -%}  {#- views valid for the published commit and for this one -#}
     {%- for source in sources -%}
-      {% do lakerank_lib._publication_view(source) %}
+      {% do lakerank_lib._publication_view(source, texts[source['relation'].identifier], defined) %}
     {%- endfor -%}
     {% do lakerank_lib.fault_point('viewed') %}
   {%- endif -%}
@@ -114,15 +124,18 @@
     {#- what the next build compares with before it reads anything else: a hint, used only
         when it equals what the relations hold now, so a plain statement (a kill before it
         leaves the hint behind, and that build reads the partitions as before) -#}
+    {%- set digests = {} -%}
+    {%- for name, sql in texts.items() -%}{%- do digests.update({name: local_md5(sql)}) -%}{%- endfor -%}
     {% call statement('record_published') -%}
-      {{ lakerank_lib.record_commit_sql(this, commit_id, properties={'lakerank.published_bases': tojson(bases)}) }}
+      {{ lakerank_lib.record_commit_sql(this, commit_id, properties={'lakerank.published_bases': tojson(bases),
+                                                                     'lakerank.published_views': tojson(digests)}) }}
     {%- endcall %}
   {%- else -%}
     {% call statement('main') -%} select 'commit {{ commit_id }} is published' as status {%- endcall %}
   {%- endif -%}
   {%- if not before -%}  {#- the first publication: P exists before any reader view -#}
     {%- for source in sources -%}
-      {% do lakerank_lib._publication_view(source) %}
+      {% do lakerank_lib._publication_view(source, texts[source['relation'].identifier], {}) %}
     {%- endfor -%}
   {%- endif -%}
   {#- Older publications go, but the last three: a reader may still be planning on one. -#}
@@ -188,16 +201,30 @@
 {#- Per published relation: its reader view (name, whether it exists), its commit, and for a
     merge_on_read model the current base (directory, commit) and the one the reader view used
     so far. `info`: the relations' and their bases' and readers' `lakerank_tables_info`
-    (qualified names). -#}
-{% macro _publication_sources(published, info) -%}
+    (qualified names); `before`: this table's partitions (the publications). -#}
+{% macro _publication_sources(published, info, before) -%}
   {%- set out = [] -%}
-  {#- the bases the published commit's views read, recorded with it -#}
-  {%- set has_bases = 'bases' in adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
-  {%- set recorded = lakerank_lib.query_values("select bases from " ~ this
-        ~ " where commit_id = (select max(commit_id) from " ~ this ~ ")") if has_bases else [] -%}
-  {%- set published_bases = fromjson(recorded[0]) if recorded and recorded[0] not in ('', 'None') else {} -%}
-  {#- the published bases still on disk (a --full-refresh deletes them): one call -#}
-  {%- set on_disk = adapter.lakerank_existing_paths(published_bases.values() | map(attribute='location') | list) -%}
+  {#- the bases the published commit's views read: recorded with it, and as this table's
+      property when that names the newest publication (no read) -#}
+  {%- set own = info[this.schema ~ '.' ~ this.identifier]['properties'] -%}
+  {%- set newest = before.keys() | map('replace', 'commit_id=', '') | map('int') | max if before else none -%}
+  {%- if newest is not none and own.get(lakerank_lib.commit_property()) == newest | string
+        and 'lakerank.published_bases' in own -%}
+    {%- set published_bases = fromjson(own['lakerank.published_bases']) -%}
+  {%- else -%}
+    {%- set has_bases = 'bases' in adapter.get_columns_in_relation(this) | map(attribute='name') | list -%}
+    {%- set recorded = lakerank_lib.query_values("select bases from " ~ this
+          ~ " where commit_id = (select max(commit_id) from " ~ this ~ ")") if has_bases and before else [] -%}
+    {%- set published_bases = fromjson(recorded[0]) if recorded and recorded[0] not in ('', 'None') else {} -%}
+  {%- endif -%}
+  {#- the published bases still on disk (a --full-refresh deletes them): one call, for those
+      that are not a relation's current base -#}
+  {%- set current = [] -%}
+  {%- for relation in published -%}
+    {%- do current.append(info[relation.schema ~ '.' ~ relation.identifier ~ '__base']['location']) -%}
+  {%- endfor -%}
+  {%- set moved = published_bases.values() | map(attribute='location') | reject('in', current) | list -%}
+  {%- set on_disk = (adapter.lakerank_existing_paths(moved) if moved else []) + current -%}
   {%- for relation in published -%}
     {%- set props = info[relation.schema ~ '.' ~ relation.identifier]['properties'] -%}
     {%- set reader = this.incorporate(path={'identifier': relation.identifier}, type='view') -%}
@@ -207,10 +234,10 @@
     {%- if 'lakerank.base_commit' in props -%}
       {%- set base = {'location': info[relation.schema ~ '.' ~ relation.identifier ~ '__base']['location'],
                       'commit': props['lakerank.base_commit'] | int} -%}
-      {%- set before = published_bases.get(relation.identifier, {}) -%}
-      {%- do source.update({'published_base': before}) -%}
-      {%- if before and before.get('location') not in on_disk -%}
-        {%- set before = {} -%}  {#- gone with a --full-refresh: only the new base is left -#}
+      {%- set was = published_bases.get(relation.identifier, {}) -%}
+      {%- do source.update({'published_base': was}) -%}
+      {%- if was and was.get('location') not in on_disk -%}
+        {%- set was = {} -%}  {#- gone with a --full-refresh: only the new base is left -#}
       {%- endif -%}
       {%- set primary_key = props.get('lakerank.primary_key', '').split(',') | reject('equalto', '') | list -%}
       {%- if not primary_key -%}  {#- a table last committed before it recorded its key -#}
@@ -225,8 +252,8 @@
         {{ exceptions.raise_compiler_error("publication " ~ this ~ ": no primary key known for " ~ relation) }}
       {%- endif -%}
       {%- do source.update({'primary_key': primary_key, 'base': base, 'previous': {
-          'location': before.get('location', base['location']),
-          'commit': before.get('commit', base['commit']) | int}}) -%}
+          'location': was.get('location', base['location']),
+          'commit': was.get('commit', base['commit']) | int}}) -%}
     {%- endif -%}
     {%- do out.append(source) -%}
   {%- endfor -%}
@@ -234,8 +261,8 @@
 {%- endmacro %}
 
 
-{#- The reader view of one published relation (see the materialization's steps). -#}
-{% macro _publication_view(source) -%}
+{#- The SELECT of one published relation's reader view (see the materialization's steps). -#}
+{% macro _publication_view_sql(source) -%}
   {%- set p = '(select max(commit_id) from ' ~ this ~ ')' -%}
   {%- set cols = adapter.get_columns_in_relation(source['relation']) | map(attribute='name') | list -%}
   {%- if source.get('base') -%}
@@ -251,21 +278,30 @@
       {%- endset -%}
       {%- set since = 'case when ' ~ p ~ ' >= ' ~ new['commit'] ~ ' then ' ~ new['commit'] ~ ' else ' ~ old['commit'] ~ ' end' -%}
     {%- endif -%}
-    {% call statement('publish_' ~ source['relation'].identifier) -%}
-      {{ lakerank_lib._define_view(source['reader'], exists=source['reader_exists']) }}
-      {{ lakerank_lib.merge_on_read_select(base,
-          'select * from ' ~ lakerank_lib._side_table(source['relation'], 'audit_log')
-          ~ ' where _commit_id > ' ~ since ~ ' and _commit_id <= ' ~ p,
-          cols, source['primary_key']) }}
-    {%- endcall %}
-  {%- else -%}
-    {%- if '_commit_id' not in cols -%}
-      {{ exceptions.raise_compiler_error("publication " ~ this ~ ": " ~ source['relation'] ~ " is neither a"
-           ~ " merge_on_read model nor has a _commit_id column: it cannot be read as of a commit") }}
-    {%- endif -%}
-    {% call statement('publish_' ~ source['relation'].identifier) -%}
-      {{ lakerank_lib._define_view(source['reader'], exists=source['reader_exists']) }}
-      select * from {{ source['relation'] }} where _commit_id <= {{ p }}
-    {%- endcall %}
+    {{ return(lakerank_lib.merge_on_read_select(base,
+        'select * from ' ~ lakerank_lib._side_table(source['relation'], 'audit_log')
+        ~ ' where _commit_id > ' ~ since ~ ' and _commit_id <= ' ~ p,
+        cols, source['primary_key'])) }}
   {%- endif -%}
+  {%- if '_commit_id' not in cols -%}
+    {{ exceptions.raise_compiler_error("publication " ~ this ~ ": " ~ source['relation'] ~ " is neither a"
+         ~ " merge_on_read model nor has a _commit_id column: it cannot be read as of a commit") }}
+  {%- endif -%}
+  {{ return('select * from ' ~ source['relation'] ~ ' where _commit_id <= ' ~ p) }}
+{%- endmacro %}
+
+
+{#- Define one published relation's reader view as `sql`, unless it exists and `defined` (the
+    digests this table recorded of the views as last defined) says it already reads `sql`: a
+    new commit on the same bases and columns leaves every reader view's text as it is (the
+    published commit is read from this table at query time). -#}
+{% macro _publication_view(source, sql, defined) -%}
+  {%- if source['reader_exists'] and defined.get(source['relation'].identifier) == local_md5(sql) -%}
+    {{ return(false) }}
+  {%- endif -%}
+  {% call statement('publish_' ~ source['relation'].identifier) -%}
+    {{ lakerank_lib._define_view(source['reader'], exists=source['reader_exists']) }}
+    {{ sql }}
+  {%- endcall %}
+  {{ return(true) }}
 {%- endmacro %}
