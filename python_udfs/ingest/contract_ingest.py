@@ -149,6 +149,7 @@ from python_udfs.ingest.contract_state import (
 )
 from python_udfs.ingest.landed_lines import numbered_lines, whole_files
 from python_udfs.ingest.sorted_output import numbered_in_order, sorted_files
+from python_udfs.ingest.state_lookup import ID_RECORD, STATE_WRITE_OPTIONS, id_record
 from python_udfs.ingest.tables import (
     QUARANTINE_DDL,
     batch_counts,
@@ -285,8 +286,12 @@ class _ContractCommit:
         counts = out.agg(
             *[F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in _COUNTED],
             F.coalesce(F.sum(F.size("changes")), F.lit(0)).alias("changes"),
+            # the state delta's id span (its rows: the is_last events), recorded with it
+            F.min(F.when(F.col("is_last"), F.col("contract_id"))).alias("delta_min_id"),
+            F.max(F.when(F.col("is_last"), F.col("contract_id"))).alias("delta_max_id"),
         ).collect()[0]
-        stats.update({name: int(counts[name]) for name in counts.asDict()})
+        stats.update({name: int(counts[name]) for name in (*_COUNTED, "changes")})
+        stats.update(delta_min_id=counts["delta_min_id"], delta_max_id=counts["delta_max_id"])
         return out
 
     def publish_quarantine_and_log(self, parsed, commit_id: int, batch_us, stats: Dict[str, int]) -> None:
@@ -327,7 +332,8 @@ class _ContractCommit:
 
     def publish_state(self, out, commit_id: int, stats: Dict[str, int]) -> None:
         """The state's delta: each changed contract's last effective event (a tombstone for a
-        delete)."""
+        delete), sorted by contract_id in row groups of ``STATE_ROW_GROUP_ROWS``, with the
+        record of its id span (:mod:`python_udfs.ingest.state_lookup`)."""
         from pyspark.sql import functions as F
 
         live = F.col("op").isin("+I", "+U")
@@ -339,7 +345,9 @@ class _ContractCommit:
             )
         )
         delta = sorted_files(delta, ["contract_id"], stats["applied"] + stats["noop"])
-        publish_partition(self.spark, self.tables["state"], self.locations["state"], commit_id, delta)
+        publish_partition(self.spark, self.tables["state"], self.locations["state"], commit_id, delta,
+                          options=STATE_WRITE_OPTIONS,
+                          records={ID_RECORD: id_record(stats["delta_min_id"], stats["delta_max_id"])})
 
 
 def _check_reconciles(commit_id: int, stats: Dict[str, int]) -> None:
