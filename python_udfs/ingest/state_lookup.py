@@ -1,5 +1,5 @@
 """The contract ingest's state lookup: which stored rows a batch needs, as literal
-predicates Parquet's row-group statistics can prune with.
+predicates Parquet can skip rows with (row-group statistics and column indexes).
 
 Each state partition's directory holds, beside its parquet files, a small record of the
 contract ids it holds (``_contract_ids.json``: the least and the greatest), written into the
@@ -13,14 +13,15 @@ A batch's ids between the least and the greatest stored id (the others cannot be
 they are new contracts) are read from the driver and cut into at most ``MAX_RANGES`` ranges
 at their widest gaps (each id its own range when there are that few): the state is read under
 ``contract_id = v OR contract_id BETWEEN a AND b ...``, which Spark pushes to Parquet as it
-is, so a row group (``STATE_ROW_GROUP_ROWS`` rows of a file sorted by contract_id) no range
-meets is skipped. An IN list would not do: Spark pushes one longer than
-``spark.sql.parquet.pushdown.inFilterThreshold`` (10) as its min..max, which spans the whole
-state, and one pushed value by value past a few thousand overflows the stack of Parquet's
-filter. When the batch has more than ``MAX_LOOKUP_IDS`` such ids, or the ranges cover more
-than ``MAX_COVERED`` of the stored span, pruning cannot pay and the lookup says so (None):
-the caller reads every row. The literals only prune; the caller's semi-join with the batch's
-contracts stays the exact filter.
+is, so a row group (``STATE_ROW_GROUP_ROWS`` rows of a file sorted by contract_id) or a page
+of one (``STATE_PAGE_ROWS`` rows) no range meets is skipped. An IN list would not do: Spark
+pushes one longer than ``spark.sql.parquet.pushdown.inFilterThreshold`` (10) as its
+min..max, which spans the whole state (the probe: every row read), and one pushed value by
+value past a few thousand overflows the stack of Parquet's filter. When the batch has more
+than ``MAX_LOOKUP_IDS`` such ids, or the ranges cover more than ``MAX_COVERED`` of the
+stored span, pruning cannot pay and the lookup says so (None): the caller reads every row.
+The literals only prune; the caller's semi-join with the batch's contracts stays the exact
+filter.
 """
 
 from __future__ import annotations
@@ -31,14 +32,19 @@ from typing import Dict, List, Optional, Tuple
 from python_udfs.commit.protocol import partitions, read_json, write_json
 from python_udfs.jvm import split_table_name
 
-__all__ = ["ID_RECORD", "MAX_RANGES", "STATE_ROW_GROUP_ROWS", "STATE_WRITE_OPTIONS", "id_record",
+__all__ = ["ID_RECORD", "MAX_RANGES", "STATE_PAGE_ROWS", "STATE_ROW_GROUP_ROWS", "STATE_WRITE_OPTIONS", "id_record",
            "in_ranges", "lookup_ranges", "partition_locations", "span_of"]
 
 ID_RECORD = "_contract_ids.json"  # a leading '_': Spark's readers skip it
-# State files are written in row groups of this many rows (sorted by contract_id), the
-# grain at which Parquet's statistics let a lookup skip rows.
+# State files are written sorted by contract_id in row groups of STATE_ROW_GROUP_ROWS rows
+# and pages of STATE_PAGE_ROWS: Parquet's row-group statistics let a lookup skip a row group,
+# its column index (a page's least and greatest value) the pages of a row group no range
+# meets (scripts/probes/probe_state_lookup.py: 1e6 contracts, 151 stored ids of a batch: 0.83 M
+# of 1 M rows read with row groups alone, 0.15 M with the pages).
 STATE_ROW_GROUP_ROWS = 10_000
-STATE_WRITE_OPTIONS = {"parquet.block.row.count.limit": str(STATE_ROW_GROUP_ROWS)}
+STATE_PAGE_ROWS = 1_000
+STATE_WRITE_OPTIONS = {"parquet.block.row.count.limit": str(STATE_ROW_GROUP_ROWS),
+                       "parquet.page.row.count.limit": str(STATE_PAGE_ROWS)}
 MAX_RANGES = 128  # disjuncts of the lookup's predicate
 MAX_LOOKUP_IDS = 100_000  # ids collected to the driver at most
 MAX_COVERED = 0.5  # of the stored id span: beyond it the ranges prune too little to pay
