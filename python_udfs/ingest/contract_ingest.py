@@ -88,9 +88,10 @@ changed (its last effective event's order key, live flag and live image; a
 commit b* is its row of the greatest ``_commit_id < b``. A batch is one
 set-based pass:
 
-1. the events left-join the stored state of their contracts (a semi-join of
-   the state partitions ``< b`` with the batch's contract ids, then
-   ``max_by(row, _commit_id)``);
+1. the events left-join the stored state of their contracts (the state
+   partitions ``< b`` read under literal ranges of the batch's ids that can be
+   stored, semi-joined with the batch's contract ids, then
+   ``max_by(row, _commit_id)``: :mod:`python_udfs.ingest.state_lookup`);
 2. ``-U`` -> ``before_image``; an event at or before the stored key -> ``stale``;
    the others are *effective*: within a batch they are applied in key order and
    each sets the state outright (upsert: live with its image; delete: not live),
@@ -101,10 +102,15 @@ set-based pass:
 3. ``_seq`` is ``row_number`` over the commit's rows by (op_ts, file, line, n).
 
 Cost of a commit: the window work and all writes follow the batch; the state
-read is one columnar scan of the state partitions below the batch, filtered by
-the batch's contracts before any shuffle. ``COMPACT_AT_PARTITIONS`` (16)
-committed partitions below the batch are folded into the newest of them (one
-row per contract). docs/pipeline.md, "The ingest's state", has the trade-off.
+read is a columnar scan of the state partitions below the batch under literal
+ranges of the batch's stored ids, which skips the row groups and pages (state
+files are sorted by contract_id, 10,000 rows a row group, 1,000 a page) no range
+meets, filtered by the batch's contracts before any shuffle; a batch with too
+many stored ids reads every row. Each state partition's directory records its
+least and greatest contract id (``_contract_ids.json``), published with it.
+``COMPACT_AT_PARTITIONS`` (16) committed partitions below the batch are folded
+into the newest of them (one row per contract). docs/pipeline.md, "The
+ingest's state", has the trade-off.
 
 Crash safety
 ------------

@@ -1,6 +1,7 @@
 """The contract ingest's per-contract state: the state table (one partition of changed
-contracts per commit, compacted) and the set-based state step that applies a batch's events
-(the module doc of :mod:`python_udfs.ingest.contract_ingest`)."""
+contracts per commit, compacted; a batch's contracts looked up under literal ranges of their
+ids, :mod:`python_udfs.ingest.state_lookup`) and the set-based state step that applies a
+batch's events (the module doc of :mod:`python_udfs.ingest.contract_ingest`)."""
 
 from __future__ import annotations
 

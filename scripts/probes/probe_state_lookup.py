@@ -14,7 +14,8 @@ times after a warm-up round (median), with the records its scans read and its Sp
 checked equal to the semi-join's:
 
 - semi-join: `prune=False` (the read before the lookup), on `old` and on `new`;
-- ranges: the lookup as built (at most MAX_RANGES ranges), on `new` and on `old`;
+- ranges: the lookup as built (at most MAX_RANGES ranges), on `new`, on `rg` (row groups of
+  STATE_ROW_GROUP_ROWS, Parquet's default pages) and on `old`;
 - 8 ranges: MAX_RANGES = 8 on `new` (fewer, wider disjuncts);
 - IN list: the stored ids as one `isin` on `new`, Spark's IN push-down at its default
   threshold (a list longer than it is pushed as its min..max).
@@ -46,8 +47,9 @@ from python_udfs.ingest.tables import ensure_table, publish_partition  # noqa: E
 from python_udfs.jvm import kept  # noqa: E402
 
 
-def build(spark, table: str, n: int, fine: bool) -> None:
-    """The state of contracts 1..n as partition 0 of ``table``, through the ingest's publish."""
+def build(spark, table: str, n: int, options) -> None:
+    """The state of contracts 1..n as partition 0 of ``table``, through the ingest's publish
+    (``options``: the parquet writer's; with them, the id record too)."""
     from pyspark.sql import functions as F
 
     location = ensure_table(spark, table, STATE_DDL)
@@ -58,9 +60,8 @@ def build(spark, table: str, n: int, fine: bool) -> None:
         (F.lit(1_546_300_800_000_000) + (F.rand(1) * 94_608_000).cast("bigint") * 1_000_000).alias("sign_us"),
         (F.rand(2) * 100_000).cast("decimal(18,2)").alias("amount"),
         F.lit(None).cast("string").alias("src"), F.lit(None).cast("string").alias("pos"))
-    publish_partition(spark, table, location, 0, sorted_files(rows, ["contract_id"], n),
-                      options=state_lookup.STATE_WRITE_OPTIONS if fine else None,
-                      records={state_lookup.ID_RECORD: state_lookup.id_record(1, n)} if fine else None)
+    publish_partition(spark, table, location, 0, sorted_files(rows, ["contract_id"], n), options=options,
+                      records={state_lookup.ID_RECORD: state_lookup.id_record(1, n)} if options else None)
 
 
 def main() -> int:
@@ -93,8 +94,9 @@ def main() -> int:
     spark.sparkContext.setLogLevel("ERROR")
     spark.sql("create database if not exists probe")
     t = time.time()
-    build(spark, "probe.old", n, fine=False)
-    build(spark, "probe.new", n, fine=True)
+    build(spark, "probe.old", n, None)
+    build(spark, "probe.new", n, state_lookup.STATE_WRITE_OPTIONS)
+    build(spark, "probe.rg", n, {"parquet.block.row.count.limit": str(state_lookup.STATE_ROW_GROUP_ROWS)})
     print(f"states written in {time.time() - t:.1f} s", flush=True)
 
     maker = bench_streams.BatchMaker(n, bench_streams.N_PROJECTS, seed=n + 1)
@@ -109,6 +111,7 @@ def main() -> int:
         "semi-join, old layout": ("probe.old", False, {}),
         "semi-join, new layout": ("probe.new", False, {}),
         "ranges, new layout": ("probe.new", True, {}),
+        "ranges, row groups alone": ("probe.rg", True, {}),
         "ranges, old layout": ("probe.old", True, {}),
         "8 ranges, new layout": ("probe.new", True, {"MAX_RANGES": 8}),
         "IN list, new layout": ("probe.new", True, {"MAX_RANGES": 10**9, "in_ranges": isin}),
