@@ -103,9 +103,9 @@ set-based pass:
 
 Cost of a commit: the window work and all writes follow the batch; the state
 read is a columnar scan of the state partitions below the batch under literal
-ranges of the batch's stored ids, which skips the row groups and pages (state
-files are sorted by contract_id, 10,000 rows a row group, 1,000 a page) no range
-meets, filtered by the batch's contracts before any shuffle; a batch with too
+ranges of the batch's stored ids, which skips the row groups (state files are
+sorted by contract_id, 10,000 rows a row group) and pages no range meets,
+filtered by the batch's contracts before any shuffle; a batch with too
 many stored ids reads every row. Each state partition's directory records its
 least and greatest contract id (``_contract_ids.json``), published with it.
 ``COMPACT_AT_PARTITIONS`` (16) committed partitions below the batch are folded

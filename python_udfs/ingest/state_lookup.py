@@ -13,13 +13,14 @@ A batch's ids between the least and the greatest stored id (the others cannot be
 they are new contracts) are read from the driver and cut into at most ``MAX_RANGES`` ranges
 at their widest gaps (each id its own range when there are that few): the state is read under
 ``contract_id = v OR contract_id BETWEEN a AND b ...``, which Spark pushes to Parquet as it
-is, so a row group (``STATE_ROW_GROUP_ROWS`` rows of a file sorted by contract_id) or a page
-of one (``STATE_PAGE_ROWS`` rows) no range meets is skipped. An IN list would not do: Spark
+is, so a row group (``STATE_ROW_GROUP_ROWS`` rows of a file sorted by contract_id), or a page
+of one, that no range meets is skipped. An IN list would not do: Spark
 pushes one longer than ``spark.sql.parquet.pushdown.inFilterThreshold`` (10) as its
 min..max, which spans the whole state (the probe: every row read), and one pushed value by
-value past a few thousand overflows the stack of Parquet's filter. When the batch has more
-than ``MAX_LOOKUP_IDS`` such ids, or the ranges cover more than ``MAX_COVERED`` of the
-stored span, pruning cannot pay and the lookup says so (None): the caller reads every row.
+value past a few thousand overflows the stack of Parquet's filter. When the stored span is
+under ``MIN_LOOKUP_SPAN`` (a state that small is read whole faster), the batch has more than
+``MAX_LOOKUP_IDS`` such ids, or the ranges cover more than ``MAX_COVERED`` of the stored
+span, pruning cannot pay and the lookup says so (None): the caller reads every row.
 The literals only prune; the caller's semi-join with the batch's contracts stays the exact
 filter.
 """
@@ -32,22 +33,24 @@ from typing import Dict, List, Optional, Tuple
 from python_udfs.commit.protocol import partitions, read_json, write_json
 from python_udfs.jvm import split_table_name
 
-__all__ = ["ID_RECORD", "MAX_RANGES", "STATE_PAGE_ROWS", "STATE_ROW_GROUP_ROWS", "STATE_WRITE_OPTIONS", "id_record",
+__all__ = ["ID_RECORD", "MAX_RANGES", "MIN_LOOKUP_SPAN", "STATE_ROW_GROUP_ROWS", "STATE_WRITE_OPTIONS", "id_record",
            "in_ranges", "lookup_ranges", "partition_locations", "span_of"]
 
 ID_RECORD = "_contract_ids.json"  # a leading '_': Spark's readers skip it
-# State files are written sorted by contract_id in row groups of STATE_ROW_GROUP_ROWS rows
-# and pages of STATE_PAGE_ROWS: Parquet's row-group statistics let a lookup skip a row group,
-# its column index (a page's least and greatest value) the pages of a row group no range
-# meets (scripts/probes/probe_state_lookup.py: 1e6 contracts, 151 stored ids of a batch: 0.83 M
-# of 1 M rows read with row groups alone, 0.15 M with the pages).
+# State files are written sorted by contract_id in row groups of STATE_ROW_GROUP_ROWS rows:
+# Parquet's row-group statistics let a lookup skip a row group no range meets (its column
+# index, at Parquet's default pages, skips pages within the rest). Pages of 1,000 rows cut the
+# rows read further but not the seconds (scripts/probes/probe_state_lookup.py,
+# docs/benchmarks.md).
 STATE_ROW_GROUP_ROWS = 10_000
-STATE_PAGE_ROWS = 1_000
-STATE_WRITE_OPTIONS = {"parquet.block.row.count.limit": str(STATE_ROW_GROUP_ROWS),
-                       "parquet.page.row.count.limit": str(STATE_PAGE_ROWS)}
+STATE_WRITE_OPTIONS = {"parquet.block.row.count.limit": str(STATE_ROW_GROUP_ROWS)}
 MAX_RANGES = 128  # disjuncts of the lookup's predicate
 MAX_LOOKUP_IDS = 100_000  # ids collected to the driver at most
 MAX_COVERED = 0.5  # of the stored id span: beyond it the ranges prune too little to pay
+# A state whose id span (an upper bound of its rows) is narrower is read whole: the probe's
+# whole read of 1e6 contracts took 0.49 s against 0.73 s looked up (151 stored ids touch 83
+# of its 100 row groups), 3e6 2.10 s against 0.80 s.
+MIN_LOOKUP_SPAN = 1_500_000
 
 Span = Tuple[int, int]
 
@@ -102,14 +105,18 @@ def _cut(ids: List[int], n: int) -> List[Span]:
 def lookup_ranges(spark, table: str, below: int, contracts) -> Optional[List[Span]]:
     """The ranges of contract ids the state partitions ``< below`` are read under for the
     ids of ``contracts`` (a DataFrame of distinct contract_id): [] when none of them can be
-    stored, None when pruning cannot pay (read every row). One Spark job (the ids' collect)
-    when the state holds rows."""
+    stored, None when pruning cannot pay (read every row): a stored id span under
+    ``MIN_LOOKUP_SPAN``, more than ``MAX_LOOKUP_IDS`` ids to look up, or ranges covering
+    more than ``MAX_COVERED`` of the span. One Spark job (the ids' collect) when the span is
+    that wide."""
     from pyspark.sql import functions as F
 
     span = span_of(spark, partition_locations(spark, table, below).values())
     if span is None:
         return []
     low, high = span
+    if high - low + 1 < MIN_LOOKUP_SPAN:
+        return None
     ids = sorted(int(r[0]) for r in contracts.where(F.col("contract_id").between(low, high))
                  .limit(MAX_LOOKUP_IDS + 1).collect())
     if len(ids) > MAX_LOOKUP_IDS:

@@ -3,19 +3,19 @@
 lookup (python_udfs.ingest.state_lookup), and whether its literals skip row groups.
 
 A state table of N contracts (ids 1..N, one row each, as the ingest's compacted state)
-written twice through the ingest's own publish: `old`, in Parquet's default row groups and
-pages (what the ingest wrote before the lookup), and `new`, with STATE_WRITE_OPTIONS (row
-groups of STATE_ROW_GROUP_ROWS rows, pages of STATE_PAGE_ROWS; --write-option overrides one)
-and its id record. The batch's contract ids are those of the bench's batch generator (the
-bench's distribution: ~1.5 % of them stored, the rest new). In one warm session, each variant
-of `latest_state(spark, table, 1, contracts)` is written to Spark's no-op sink, --repeat
-times after a warm-up round (median), with the records its scans read and its Spark jobs
-(Spark's event log over the variant's window, scripts/bench_eventlog.py), and its rows
-checked equal to the semi-join's:
+written three times through the ingest's own publish: `old`, in Parquet's default row groups
+(what the ingest wrote before the lookup), `new`, with STATE_WRITE_OPTIONS (row groups of
+STATE_ROW_GROUP_ROWS rows; --write-option overrides or adds one) and its id record, and
+`pages`, `new` in pages of 1,000 rows. The batch's contract ids are those of the bench's
+batch generator (the bench's distribution: ~1.5 % of them stored, the rest new). In one warm
+session, each variant of `latest_state(spark, table, 1, contracts)` is written to Spark's
+no-op sink, --repeat times after a warm-up round (median), with the records its scans read
+and its Spark jobs (Spark's event log over the variant's window, scripts/bench_eventlog.py),
+and its rows checked equal to the semi-join's:
 
 - semi-join: `prune=False` (the read before the lookup), on `old` and on `new`;
-- ranges: the lookup as built (at most MAX_RANGES ranges), on `new`, on `rg` (row groups of
-  STATE_ROW_GROUP_ROWS, Parquet's default pages) and on `old`;
+- ranges: the lookup as built (at most MAX_RANGES ranges), on `new`, on `pages` (`new` in
+  pages of 1,000 rows, which Parquet's column index skips within a row group) and on `old`;
 - 8 ranges: MAX_RANGES = 8 on `new` (fewer, wider disjuncts);
 - IN list: the stored ids as one `isin` on `new`, Spark's IN push-down at its default
   threshold (a list longer than it is pushed as its min..max).
@@ -72,7 +72,7 @@ def main() -> int:
     p.add_argument("--work", required=True)
     p.add_argument("--write-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a parquet write option of the new layout, over STATE_WRITE_OPTIONS "
-                        "(e.g. parquet.page.row.count.limit=1000)")
+                        "(e.g. parquet.block.row.count.limit=2000)")
     args = p.parse_args()
     state_lookup.STATE_WRITE_OPTIONS.update(kv.split("=", 1) for kv in args.write_option)
     n = int(float(args.history))
@@ -96,7 +96,7 @@ def main() -> int:
     t = time.time()
     build(spark, "probe.old", n, None)
     build(spark, "probe.new", n, state_lookup.STATE_WRITE_OPTIONS)
-    build(spark, "probe.rg", n, {"parquet.block.row.count.limit": str(state_lookup.STATE_ROW_GROUP_ROWS)})
+    build(spark, "probe.pages", n, {**state_lookup.STATE_WRITE_OPTIONS, "parquet.page.row.count.limit": "1000"})
     print(f"states written in {time.time() - t:.1f} s", flush=True)
 
     maker = bench_streams.BatchMaker(n, bench_streams.N_PROJECTS, seed=n + 1)
@@ -111,7 +111,7 @@ def main() -> int:
         "semi-join, old layout": ("probe.old", False, {}),
         "semi-join, new layout": ("probe.new", False, {}),
         "ranges, new layout": ("probe.new", True, {}),
-        "ranges, row groups alone": ("probe.rg", True, {}),
+        "ranges, pages of 1,000 rows": ("probe.pages", True, {}),
         "ranges, old layout": ("probe.old", True, {}),
         "8 ranges, new layout": ("probe.new", True, {"MAX_RANGES": 8}),
         "IN list, new layout": ("probe.new", True, {"MAX_RANGES": 10**9, "in_ranges": isin}),

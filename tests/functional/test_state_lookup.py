@@ -23,8 +23,11 @@ ROWS_PER_GROUP = 4  # row groups this small, so a few dozen contracts span many
 
 @pytest.fixture
 def small_groups(monkeypatch):
+    """Row groups of 4 rows, compaction at 3 partitions, and the lookup on any state (a state
+    this small is read whole otherwise: MIN_LOOKUP_SPAN)."""
     monkeypatch.setitem(state_lookup.STATE_WRITE_OPTIONS, "parquet.block.row.count.limit", str(ROWS_PER_GROUP))
     monkeypatch.setattr(contract_state, "COMPACT_AT_PARTITIONS", 3)
+    monkeypatch.setattr(state_lookup, "MIN_LOOKUP_SPAN", 0)
 
 
 def ids_frame(spark, ids):
@@ -108,6 +111,12 @@ def test_literal_lookup_equals_the_semi_join(spark, tmp_path, small_groups):
         (i, i) for i in below_ + at if i >= 10]  # 10..401 stored below commit 5
     # as of before commit 3 (compaction's partition 2 holds 10..400; 401 came with commit 3)
     assert lookup_ranges(spark, table, 3, ids_frame(spark, at + [400])) == [(400, 400)]
+    # ranges that cover over half the span, or a span under MIN_LOOKUP_SPAN: no literals
+    assert lookup_ranges(spark, table, 5, ids_frame(spark, range(10, 402))) is None
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(state_lookup, "MIN_LOOKUP_SPAN", 401 - 10 + 2)
+        assert lookup_ranges(spark, table, 5, ids_frame(spark, below_)) is None
+        assert_same_rows(spark, table, 5, below_ + at + above)
 
     # a killed attempt of commit 5 (new ids and a changed 10) is ignored by commit 5's read
     before = assert_same_rows(spark, table, 5, [10, 401, 999])
