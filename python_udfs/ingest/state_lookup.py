@@ -27,6 +27,7 @@ filter.
 
 from __future__ import annotations
 
+import os
 from functools import reduce
 from typing import Dict, List, Optional, Tuple
 
@@ -49,7 +50,8 @@ MAX_LOOKUP_IDS = 100_000  # ids collected to the driver at most
 MAX_COVERED = 0.5  # of the stored id span: beyond it the ranges prune too little to pay
 # A state whose id span (an upper bound of its rows) is narrower is read whole: the probe's
 # whole read of 1e6 contracts took 0.49 s against 0.73 s looked up (151 stored ids touch 83
-# of its 100 row groups), 3e6 2.10 s against 0.80 s.
+# of its 100 row groups), 3e6 2.10 s against 0.80 s. LAKERANK_STATE_LOOKUP_MIN_SPAN sets it
+# (0: the lookup on any state, as the tests and the bench use it on small ones).
 MIN_LOOKUP_SPAN = 1_500_000
 
 Span = Tuple[int, int]
@@ -115,7 +117,7 @@ def lookup_ranges(spark, table: str, below: int, contracts) -> Optional[List[Spa
     if span is None:
         return []
     low, high = span
-    if high - low + 1 < MIN_LOOKUP_SPAN:
+    if high - low + 1 < int(os.environ.get("LAKERANK_STATE_LOOKUP_MIN_SPAN", MIN_LOOKUP_SPAN)):
         return None
     ids = sorted(int(r[0]) for r in contracts.where(F.col("contract_id").between(low, high))
                  .limit(MAX_LOOKUP_IDS + 1).collect())

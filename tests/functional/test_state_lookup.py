@@ -148,3 +148,19 @@ def test_the_literals_skip_row_groups(spark, tmp_path, small_groups):
     whole = scanned(spark, latest_state(spark, table, 3, ids, prune=False))
     assert whole == 40  # partition 2 alone lies below commit 3: the merged 10..400
     assert pruned <= 2 * ROWS_PER_GROUP, (pruned, whole)
+
+
+def test_the_ingest_with_the_lookup_on_matches_the_per_contract_fold(spark, tmp_path, monkeypatch, small_groups):
+    """test_contract_ingest's oracle check (random batches against a plain-Python fold), with
+    the literal lookup on every commit's read (whatever share of the 6 contracts it lists)
+    and compaction at 3 partitions."""
+    import test_contract_ingest
+
+    monkeypatch.setattr(state_lookup, "MAX_COVERED", 1.0)
+    looked_up = []
+    lookup = contract_state.lookup_ranges
+    monkeypatch.setattr(contract_state, "lookup_ranges", lambda *a: looked_up.append(lookup(*a)) or looked_up[-1])
+    stream = Stream(spark, tmp_path)
+    test_contract_ingest.test_set_based_state_matches_the_per_contract_fold(stream, monkeypatch)
+    assert len(partition_locations(stream.spark, stream.changelog + "_state", 99)) < 5  # compacted
+    assert len(looked_up) == 5 and looked_up[0] == [] and all(r for r in looked_up[1:]), looked_up
