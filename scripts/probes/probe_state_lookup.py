@@ -14,8 +14,9 @@ and its Spark jobs (Spark's event log over the variant's window, scripts/bench_e
 and its rows checked equal to the semi-join's:
 
 - semi-join: `prune=False` (the read before the lookup), on `old` and on `new`;
-- ranges: the lookup as built (at most MAX_RANGES ranges), on `new`, on `pages` (`new` in
-  pages of 1,000 rows, which Parquet's column index skips within a row group) and on `old`;
+- ranges: the lookup as built (at most MAX_RANGES ranges; on any state, whatever its span:
+  LAKERANK_STATE_LOOKUP_MIN_SPAN=0), on `new`, on `pages` (`new` in pages of 1,000 rows,
+  which Parquet's column index skips within a row group) and on `old`;
 - 8 ranges: MAX_RANGES = 8 on `new` (fewer, wider disjuncts);
 - IN list: the stored ids as one `isin` on `new`, Spark's IN push-down at its default
   threshold (a list longer than it is pushed as its min..max).
@@ -74,6 +75,7 @@ def main() -> int:
                    help="a parquet write option of the new layout, over STATE_WRITE_OPTIONS "
                         "(e.g. parquet.block.row.count.limit=2000)")
     args = p.parse_args()
+    os.environ["LAKERANK_STATE_LOOKUP_MIN_SPAN"] = "0"  # the lookup on any state: what is measured
     state_lookup.STATE_WRITE_OPTIONS.update(kv.split("=", 1) for kv in args.write_option)
     n = int(float(args.history))
     work = pathlib.Path(args.work)
