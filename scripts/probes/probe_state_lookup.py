@@ -8,7 +8,7 @@ written three times through the ingest's own publish: `old`, in Parquet's defaul
 STATE_ROW_GROUP_ROWS rows; --write-option overrides or adds one) and its id record, and
 `pages`, `new` in pages of 1,000 rows. The batch's contract ids are those of the bench's
 batch generator (the bench's distribution: ~1.5 % of them stored, the rest new). In one warm
-session, each variant of `latest_state(spark, table, 1, contracts)` is written to Spark's
+SparkSession, each variant of `latest_state(spark, table, 1, contracts)` is written to Spark's
 no-op sink, --repeat times after a warm-up round (median), with the records its scans read
 and its Spark jobs (Spark's event log over the variant's window, scripts/bench_eventlog.py),
 and its rows checked equal to the semi-join's:
