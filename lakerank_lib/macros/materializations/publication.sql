@@ -63,7 +63,9 @@
       using parquet partitioned by (commit_id) location '{{ root }}'
     {%- endcall %}
   {%- endif -%}
-  {%- if lakerank_lib._publication_current(published, info) -%}
+  {%- set own = info[this.schema ~ '.' ~ this.identifier]['properties'] -%}
+  {%- set bases = lakerank_lib._publication_bases(published, info) -%}
+  {%- if lakerank_lib._publication_current(published, info, own, bases) -%}
     {#- nothing new: every relation at the commit this table records as published, on the
         bases it records, and every reader view in place (no other read) -#}
     {% call statement('main') -%} select 'nothing new to publish' as status {%- endcall %}
@@ -71,7 +73,7 @@
     {{ return({'relations': [this]}) }}
   {%- endif -%}
   {%- set before = adapter.lakerank_partition_locations(this) if info[this.schema ~ '.' ~ this.identifier]['exists'] else {} -%}
-  {%- set sources = lakerank_lib._publication_sources(published, info, before) -%}
+  {%- set sources = lakerank_lib._publication_sources(published, info, before, own, bases) -%}
   {%- set commit_id = sources | map(attribute='commit_id') | select('ge', 0) | list -%}
   {%- if not commit_id -%}  {#- nothing committed yet (an empty stream): nothing to publish -#}
     {% call statement('main') -%} select 'nothing committed yet' as status {%- endcall %}
@@ -84,10 +86,6 @@
          ~ "); a model of this build did not finish: nothing is published") }}
   {%- endif -%}
   {%- set commit_id = commit_id[0] -%}
-  {%- set bases = {} -%}
-  {%- for source in sources if source.get('base') -%}
-    {%- do bases.update({source['relation'].identifier: source['base']}) -%}
-  {%- endfor -%}
   {%- set published_now = ('commit_id=' ~ commit_id) in before -%}
   {#- A commit already published (a build with nothing new) keeps its reader views: they were
       defined before its partition was added, unless one is missing (a kill between the first
@@ -100,7 +98,6 @@
       {%- do texts.update({source['relation'].identifier: lakerank_lib._publication_view_sql(source)}) -%}
     {%- endfor -%}
   {%- endif -%}
-  {%- set own = info[this.schema ~ '.' ~ this.identifier]['properties'] -%}
   {%- set defined = fromjson(own.get('lakerank.published_views', '{}')) -%}
   {%- if before and views_due -%}  {#- views valid for the published commit and for this one -#}
     {%- for source in sources -%}
@@ -155,24 +152,33 @@
 
 
 {#- Whether the publication is current, from `info` alone (the materialization's one metastore
-    call): this table records as published (its `lakerank.commit_id`, `lakerank.published_bases`)
-    the commit every published relation with a watermark stands at and the base each
-    merge_on_read one reads now, and every reader view exists. -#}
-{% macro _publication_current(published, info) -%}
-  {%- set own = info[this.schema ~ '.' ~ this.identifier]['properties'] -%}
-  {%- if lakerank_lib.commit_property() not in own or 'lakerank.published_bases' not in own -%}{{ return(false) }}{%- endif -%}
-  {%- set bases = {} -%}
+    call): this table's properties `own` record as published (`lakerank.commit_id`,
+    `lakerank.published_bases`) the commit every published relation with a watermark stands at
+    and the `bases` the merge_on_read ones read now, and every reader view exists. -#}
+{% macro _publication_current(published, info, own, bases) -%}
+  {%- set commit = own.get(lakerank_lib.commit_property()) -%}
+  {%- if commit is none or 'lakerank.published_bases' not in own -%}{{ return(false) }}{%- endif -%}
+  {%- for relation in published -%}
+    {%- if info[relation.schema ~ '.' ~ relation.identifier]['properties'].get(lakerank_lib.commit_property(), commit) != commit
+          or not info[this.schema ~ '.' ~ relation.identifier]['exists'] -%}{{ return(false) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(fromjson(own['lakerank.published_bases']) == bases) }}
+{%- endmacro %}
+
+
+{#- The current base (directory, commit) of each published merge_on_read relation, by name,
+    from `info`. -#}
+{% macro _publication_bases(published, info) -%}
+  {%- set out = {} -%}
   {%- for relation in published -%}
     {%- set name = relation.schema ~ '.' ~ relation.identifier -%}
     {%- set props = info[name]['properties'] -%}
-    {%- if props.get(lakerank_lib.commit_property(), own[lakerank_lib.commit_property()]) != own[lakerank_lib.commit_property()]
-          or not info[this.schema ~ '.' ~ relation.identifier]['exists'] -%}{{ return(false) }}{%- endif -%}
     {%- if 'lakerank.base_commit' in props -%}
-      {%- do bases.update({relation.identifier: {'location': info[name ~ '__base']['location'],
-                                                 'commit': props['lakerank.base_commit'] | int}}) -%}
+      {%- do out.update({relation.identifier: {'location': info[name ~ '__base']['location'],
+                                                'commit': props['lakerank.base_commit'] | int}}) -%}
     {%- endif -%}
   {%- endfor -%}
-  {{ return(fromjson(own['lakerank.published_bases']) == bases) }}
+  {{ return(out) }}
 {%- endmacro %}
 
 
@@ -201,12 +207,12 @@
 {#- Per published relation: its reader view (name, whether it exists), its commit, and for a
     merge_on_read model the current base (directory, commit) and the one the reader view used
     so far. `info`: the relations' and their bases' and readers' `lakerank_tables_info`
-    (qualified names); `before`: this table's partitions (the publications). -#}
-{% macro _publication_sources(published, info, before) -%}
+    (qualified names); `before`: this table's partitions (the publications); `own`: its
+    properties; `bases`: the current ones (`_publication_bases`). -#}
+{% macro _publication_sources(published, info, before, own, bases) -%}
   {%- set out = [] -%}
   {#- the bases the published commit's views read: recorded with it, and as this table's
       property when that names the newest publication (no read) -#}
-  {%- set own = info[this.schema ~ '.' ~ this.identifier]['properties'] -%}
   {%- set newest = before.keys() | map('replace', 'commit_id=', '') | map('int') | max if before else none -%}
   {%- if newest is not none and own.get(lakerank_lib.commit_property()) == newest | string
         and 'lakerank.published_bases' in own -%}
@@ -219,10 +225,7 @@
   {%- endif -%}
   {#- the published bases still on disk (a --full-refresh deletes them): one call, for those
       that are not a relation's current base -#}
-  {%- set current = [] -%}
-  {%- for relation in published -%}
-    {%- do current.append(info[relation.schema ~ '.' ~ relation.identifier ~ '__base']['location']) -%}
-  {%- endfor -%}
+  {%- set current = bases.values() | map(attribute='location') | list -%}
   {%- set moved = published_bases.values() | map(attribute='location') | reject('in', current) | list -%}
   {%- set on_disk = (adapter.lakerank_existing_paths(moved) if moved else []) + current -%}
   {%- for relation in published -%}
@@ -231,9 +234,8 @@
     {%- set source = {'relation': relation, 'reader': reader,
                       'reader_exists': info[reader.schema ~ '.' ~ reader.identifier]['exists'],
                       'commit_id': props.get('lakerank.commit_id', '-1') | int} -%}
-    {%- if 'lakerank.base_commit' in props -%}
-      {%- set base = {'location': info[relation.schema ~ '.' ~ relation.identifier ~ '__base']['location'],
-                      'commit': props['lakerank.base_commit'] | int} -%}
+    {%- if relation.identifier in bases -%}
+      {%- set base = bases[relation.identifier] -%}
       {%- set was = published_bases.get(relation.identifier, {}) -%}
       {%- do source.update({'published_base': was}) -%}
       {%- if was and was.get('location') not in on_disk -%}
