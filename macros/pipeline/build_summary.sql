@@ -1,7 +1,7 @@
 {#-
   The build's one-screen summary (no seed table: Flink shows this in its web UI),
   an on-run-end hook of every `dbt build` / `dbt run`: events landed, applied and quarantined,
-  rank changes and projects touched, models and tests by outcome, seconds per stage. It is
+  the contracts whose rank in their block was written and the projects touched, models and tests by outcome, seconds per stage. It is
   logged and appended to `<target schema>.build_summary` (one row a build), for a scheduler to
   alert on (docs/operations.md). It covers the commits since the last summary's `to_commit`
   (the ingest's head then), so every event and rank change is counted in exactly one row,
@@ -16,17 +16,20 @@
   {%- set summary = adapter.Relation.create(schema=target.schema, identifier='build_summary', type='table') -%}
   {%- set changelog = adapter.Relation.create(schema=target.schema, identifier='stg_contract_changelog') -%}
   {%- set ingest_log = adapter.Relation.create(schema=target.schema, identifier='stg_contract_ingest_log') -%}
-  {%- set ranks = adapter.Relation.create(schema=target.schema, identifier='fct_contract_rank__audit_log') -%}
-  {%- set info = adapter.lakerank_tables_info([summary, changelog, ingest_log, ranks]) -%}
+  {%- set ranks = adapter.Relation.create(schema=target.schema, identifier='int_contract_block_rank__audit_log') -%}
+  {%- set offsets = adapter.Relation.create(schema=target.schema, identifier='int_project_block_offset__audit_log') -%}
+  {%- set info = adapter.lakerank_tables_info([summary, changelog, ingest_log, ranks, offsets]) -%}
   {%- set to_commit = info[changelog.identifier]['properties'].get(lakerank_lib.commit_property(), '-1') | int -%}
   {%- set since = '(select coalesce(max(to_commit), -1) from ' ~ summary ~ ')' if info[summary.identifier]['exists'] else '-1' -%}
   {%- set window = '_commit_id > ' ~ since ~ ' and _commit_id <= ' ~ to_commit -%}
   {%- set parts = [since] -%}
+  {%- set touched = "(select count(distinct project_id) from (select project_id from " ~ ranks ~ " where " ~ window
+        ~ " union all select project_id from " ~ offsets ~ " where " ~ window ~ ") as changed)" -%}
   {%- for rel, exprs, none_yet in [
         (ingest_log, 'coalesce(sum(events_landed), 0), coalesce(sum(applied), 0), coalesce(sum(quarantined), 0)', '0,0,0'),
-        (ranks, "count_if(rowkind = '+I'), count_if(rowkind = '+U'), count_if(rowkind = '-D'), count(distinct project_id)",
+        (ranks, "count_if(rowkind = '+I'), count_if(rowkind = '+U'), count_if(rowkind = '-D'), " ~ touched,
          '0,0,0,0')] -%}
-    {%- if info[rel.identifier]['exists'] -%}
+    {%- if info[rel.identifier]['exists'] and info[offsets.identifier]['exists'] -%}
       {%- do parts.append("(select concat_ws(',', " ~ exprs ~ ") from " ~ rel ~ " where " ~ window ~ ")") -%}
     {%- else -%}
       {%- do parts.append("'" ~ none_yet ~ "'") -%}

@@ -6,124 +6,118 @@
 
 
 {#- The rows of the rewrite `rewrite` (a relation) that break an invariant, one row each, as
-    (problem, detail): each (project, segment) slice the rewrite produced holds exact ranks -
-    `mem_rn` is the rank function recomputed over the slice, `asc_rn = mem_rn + base_max_rn`,
-    `base_max_rn` is the value of the zipper version in force just before the slice's
-    segment start (the seed's lookup; 0 before a project's first version), every contract's
-    rank agrees with the zipper version that starts at its sign time (positions used by
-    contracts signed at or before it: dense_rank equals it; rank is it minus the ties at
-    that time plus one; row_number lies within the ties), and every rewritten zipper version
-    starts at a live contract's sign time; and the staged fact and zipper rows have their
-    key once and no NULL in a column they need. The invariants hold slice by slice (ties share a sign time,
-    so a slice), so it reads the rewrite's new rows (parts 'fct' and 'dim': the complete
-    contents of each touched project's tail), never the marts' history. -#}
+    (problem, detail). It reads the rewrite's new rows (parts blk, ver, off, acc: the
+    complete contents of the touched blocks, and every block of a touched project), never
+    the tables' history:
+    - 'block': in each touched block, `mem_rn` is the rank function recomputed over its
+      (project, segment) slice and `block_rn` over the block, the block is the month of the
+      segment start, and each contract agrees with the version at its sign time (the
+      positions used through it in the block: dense_rank equals it; rank is it minus the ties
+      plus one; row_number lies within the ties); each version starts at a live sign time;
+    - 'offset': each block's offset is the positions of the project's earlier blocks, a
+      touched block's positions, first and last sign time are its versions', `next_start`
+      is the next block's first sign time, and the accumulation is the project's total;
+    - 'duplicate key or NULL column': each staged row has its key once and no NULL in a
+      column it needs. -#}
 {% macro rank_slice_problems(rewrite) -%}
 {%- set fn = lakerank.rank_function() -%}
 with
 
-scope as (
-    select
-        project_id,
-        touched_from
-    from {{ rewrite }}
-    where part = 'scope'
-),
+{%- for part in ['blk', 'ver', 'off', 'acc'] %}
 
-fct as (
-    select {{ lakerank.rank_columns('fct') | join(', ') }}
+{{ part }} as (
+    select {{ lakerank.rank_columns(part) | join(', ') }}
     from {{ rewrite }}
-    where part = 'fct'
+    where part = '{{ part }}'
 ),
-
-zipper as (
-    select
-        dim.project_id,
-        dim.ver_start,
-        dim.base_max_rn,
-        dim.ver_start < scope.touched_from as is_head
-    from {{ rewrite }} as dim
-    inner join scope on dim.project_id = scope.project_id
-    where dim.part = 'dim'
-),
+{%- endfor %}
 
 recomputed as (
     select
         *,
         {{ lakerank.rank_over('project_id, segment_start') }} as want_mem_rn,
-        min(base_max_rn) over (partition by project_id, segment_start) as slice_base_low,
-        max(base_max_rn) over (partition by project_id, segment_start) as slice_base_high,
+        {{ lakerank.rank_over('project_id, block') }} as want_block_rn,
         count(*) over (partition by project_id, sign_time) as n_ties
-    from fct
-),
-
-slice_bases as (
-    {#- the value of the latest version starting strictly before each slice: slices and
-        versions in time order per project, a slice before a version at the same time -#}
-    select
-        project_id,
-        t as segment_start,
-        coalesce(last_value(version_base, true) over (
-            partition by project_id order by t, is_version
-            rows between unbounded preceding and 1 preceding), 0) as want_base,
-        is_version
-    from (
-        select distinct project_id, segment_start as t, 0 as is_version, cast(null as bigint) as version_base
-        from fct
-        union all
-        select project_id, ver_start as t, 1 as is_version, base_max_rn as version_base
-        from zipper
-    ) as points
+    from blk
 ),
 
 checked as (
     select
-        coalesce(recomputed.project_id, zipper.project_id) as project_id,
-        recomputed.segment_start,
+        coalesce(recomputed.project_id, ver.project_id) as project_id,
         recomputed.contract_id,
-        zipper.ver_start,
+        recomputed.block,
+        recomputed.segment_start,
+        ver.ver_start,
         recomputed.mem_rn,
         recomputed.want_mem_rn,
-        recomputed.base_max_rn,
-        recomputed.slice_base_low,
-        recomputed.slice_base_high,
-        slice_bases.want_base,
-        recomputed.asc_rn,
-        zipper.base_max_rn as positions_through,
+        recomputed.block_rn,
+        recomputed.want_block_rn,
+        ver.positions_through,
         recomputed.n_ties
     from recomputed
-    left join slice_bases
-        on
-            recomputed.project_id = slice_bases.project_id
-            and recomputed.segment_start = slice_bases.segment_start
-            and slice_bases.is_version = 0
-    full outer join zipper
-        on
-            recomputed.project_id = zipper.project_id
-            and recomputed.sign_time = zipper.ver_start
-    where
-        recomputed.contract_id is not null
-        or not zipper.is_head
+    full outer join ver
+        on recomputed.project_id = ver.project_id and recomputed.sign_time = ver.ver_start
+),
+
+block_stats as (
+    select
+        project_id,
+        block,
+        max(positions_through) as positions,
+        min(ver_start) as first_sign_time,
+        max(ver_start) as last_sign_time
+    from ver
+    group by project_id, block
+),
+
+offsets as (
+    select
+        off.*,
+        coalesce(sum(off.positions) over (
+            partition by off.project_id order by off.block rows between unbounded preceding and 1 preceding), 0)
+            as want_offset,
+        lead(off.first_sign_time) over (partition by off.project_id order by off.block) as want_next,
+        sum(off.positions) over (partition by off.project_id) as total,
+        block_stats.positions as block_positions,
+        block_stats.first_sign_time as block_first,
+        block_stats.last_sign_time as block_last,
+        acc.max_rn
+    from off
+    left join block_stats on off.project_id = block_stats.project_id and off.block = block_stats.block
+    left join acc on off.project_id = acc.project_id
 )
 
 select
-    'slice' as problem,
+    'block' as problem,
     to_json(struct(checked.*)) as detail
 from checked
 where
     contract_id is null
-    or mem_rn <> want_mem_rn
-    or slice_base_low <> slice_base_high
-    or asc_rn <> mem_rn + base_max_rn
-    or base_max_rn <> want_base
     or positions_through is null
+    or mem_rn <> want_mem_rn
+    or block_rn <> want_block_rn
+    or block <> {{ lakerank.rank_block('segment_start') }}
 {%- if fn == 'dense_rank' %}
-    or asc_rn <> positions_through
+    or block_rn <> positions_through
 {%- elif fn == 'rank' %}
-    or asc_rn <> positions_through - n_ties + 1
+    or block_rn <> positions_through - n_ties + 1
 {%- else %}
-    or asc_rn > positions_through
-    or asc_rn <= positions_through - n_ties
+    or block_rn > positions_through
+    or block_rn <= positions_through - n_ties
 {%- endif %}
+
+union all
+select
+    'offset' as problem,
+    to_json(struct(offsets.*)) as detail
+from offsets
+where
+    block_offset <> want_offset
+    or not (next_start <=> want_next)
+    or max_rn is null
+    or max_rn <> total
+    or (block_positions is not null and (
+        positions <> block_positions or first_sign_time <> block_first or last_sign_time <> block_last))
 
 union all
 select
@@ -132,22 +126,24 @@ select
 from (
     select
         part,
-        if(part = 'fct', contract_id, project_id) as k1,
-        if(part = 'dim', ver_start, null) as k2,
+        if(part = 'blk', contract_id, project_id) as k1,
+        case part when 'ver' then ver_start when 'off' then block end as k2,
         case part
-            when 'fct' then
-                sign_time is null or segment_start is null or mem_rn is null
-                or base_max_rn is null or asc_rn is null
-            else ver_end is null or base_max_rn is null
+            when 'blk' then
+                sign_time is null or segment_start is null or mem_rn is null or block is null or block_rn is null
+            when 'ver' then block is null or positions_through is null or segment_start is null
+            when 'off' then
+                positions is null or block_offset is null or first_sign_time is null or last_sign_time is null
+            else max_rn is null or max_event_time is null
         end as incomplete
     from {{ rewrite }}
-    where part in ('fct', 'dim')
+    where part in ('blk', 'ver', 'off', 'acc')
 ) as staged_keys
 group by part, k1, k2
 having
     count(*) > 1
     or k1 is null
-    or (part = 'dim' and k2 is null)
+    or (part in ('ver', 'off') and k2 is null)
     or max(incomplete)
 {%- endmacro %}
 

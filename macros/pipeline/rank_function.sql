@@ -43,5 +43,5 @@
     the layout of the rank tables (`rewrite`: the fact and the zipper carry the state the rank
     rewrite reads; a home built by the earlier layout is rebuilt with --full-refresh). -#}
 {% macro pipeline_fingerprint() -%}
-  {{- 'rank_function=' ~ lakerank.rank_function() ~ ';segment_seconds=' ~ var('segment_seconds') ~ ';layout=rewrite' -}}
+  {{- 'rank_function=' ~ lakerank.rank_function() ~ ';segment_seconds=' ~ var('segment_seconds') ~ ';layout=offsets' -}}
 {%- endmacro %}

@@ -1,36 +1,43 @@
 {#-
   The rank rewrite: seed 000's stages 2-6 in one set-based pass over a build's contract
-  changes, for the rank tables it maintains: `fct_contract_rank` (the fact),
-  `dim_project_rank_version` (the zipper) and `int_project_rank_accumulation`.
+  changes, in the offsets layout (docs/decisions/0004-one-commit-per-batch.md). A project's
+  contracts are cut into blocks, the months of their segment starts (`rank_block`); a rank
+  is stored inside its block and resolved when read from one offset per (project, block),
+  the positions the project's earlier blocks use. A late, moved or deleted contract then
+  rewrites its own block and its project's offsets, never the later blocks' contracts. The
+  rank tables it maintains (`rank_tables`), each committed as a diff against its own rows:
+    - `int_contract_block_rank` (part 'blk'): each live contract with `mem_rn` (stage 2, its
+      rank in its (project, segment) slice), its `block` and `block_rn`, its rank there;
+    - `int_project_block_offset` (part 'off'): each (project, block) holding a contract, with
+      its `positions` (the rank positions its contracts use), `block_offset` (stage 3's
+      accumulation: the positions of the project's earlier blocks), its first and last sign
+      time, and `next_start`, the first sign time of the project's next block;
+    - `int_project_block_version` (part 'ver'): stage 5's zipper inside a block: a version
+      per (project, distinct sign time), the positions used through it in its block, and
+      the block's next sign time (`ver_end`, NULL for the block's last);
+    - `int_project_rank_accumulation` (part 'acc'): stage 3's row a project.
+  `fct_contract_rank` (stage 6, `asc_rn = block_offset + block_rn`), `dim_project_rank_version`
+  and `fct_contract_rank_changelog` are views over them (macros/pipeline/rank_views.sql).
 
-  Per project with changes, `touched_from` is its earliest segment any change touches
-  (before or after image). Everything before it is unchanged; from it on ("the tail") the
-  project is re-ranked:
-    - stage 2, segment ranking: `mem_rn`, the rank inside each (project, segment) slice;
-    - stage 3, accumulation: `base`, the rank positions the project uses before
-      `touched_from` - the `base_max_rn` of the old fact's first tail row, else (an empty
-      old tail) the value of the zipper version in force at `touched_from`, else 0;
-    - stage 6, lookup: `asc_rn = base + the rank over the tail`, `base_max_rn = asc_rn - mem_rn`
-      (the positions the project's earlier segments use);
-    - stage 5, zipper: one version per distinct sign time of the tail, plus the version in
-      force at `touched_from`, whose end moves to the tail's first sign time;
-    - the accumulation's row: positions used and latest sign time.
+  Per project with changes, the touched blocks are those any change touches (before or
+  after image): they are ranked again whole, and the offsets of all the project's blocks are
+  summed again (an untouched block's positions come from its stored row).
 
   It runs in two steps, so that each merge-on-read view is read once (Spark runs a CTE
-  again at every reference): `rank_inputs()` reads what the pass needs - the touched
-  projects ('scope'), each changed contract's latest image ('chg'), and the rows each rank
-  table holds under its rewrite predicate ('fct_old', 'dim_old', 'acc_old', which each
-  table's commit diffs against instead of reading its view again) - and
-  `rank_results(inputs)` computes from those rows the complete new contents of each table
-  under that predicate ('fct', 'dim', 'acc'). `int_contract_rank_rewrite` stores the inputs
-  and then inserts the results; `rank_rewrite()` is both in one query, for a rank table that
-  expands the rewrite itself (`rank_rewrite_for`).
+  again at every reference): `rank_inputs()` reads what the pass needs - the touched blocks
+  ('scope'), each changed contract's latest image ('chg'), and the rows each rank table holds
+  under its rewrite predicate ('<part>_old', which each table's commit diffs against instead
+  of reading its view again) - and `rank_results(inputs)` (macros/pipeline/rank_results.sql)
+  computes from those rows the complete new contents of each table under that predicate.
+  `int_contract_rank_rewrite` stores the inputs and then inserts the results;
+  `rank_rewrite()` is both in one query, for a rank table that expands the rewrite itself
+  (`rank_rewrite_for`).
 
-  Its window is (the oldest watermark of the three tables, the ingest's head]: the old
-  state it reads is each table's current rows, and a table ahead of the others (a build
-  killed between two commits) holds changes the window applies again, which leaves a
-  contract where it is. So the new rows are right for every table, whatever commit each
-  is at, and each table diffs them against its own rows.
+  Its window is (the oldest watermark of the rank tables, the ingest's head]: the old state
+  it reads is each table's current rows, and a table ahead of the others (a build killed
+  between two commits) holds changes the window applies again, which leaves a contract
+  where it is. So the new rows are right for every table, whatever commit each is at, and
+  each table diffs them against its own rows.
 -#}
 {% macro rank_rewrite(window) -%}
   {%- if not window['pending'] -%}
@@ -48,8 +55,15 @@
 {%- endmacro %}
 
 
-{#- The rows the rank pass reads (parts scope, chg, fct_old, dim_old, acc_old), each rank
-    table read once, with its rewrite predicate on its base and changes
+{#- The block of a segment start: its month, on the wall clock (zone-free). Ties share a
+    sign time, so a segment, so a block. -#}
+{% macro rank_block(segment_start) -%}
+  cast(trunc(cast({{ segment_start }} as date), 'MM') as timestamp_ntz)
+{%- endmacro %}
+
+
+{#- The rows the rank pass reads (parts scope, chg and `<part>_old` for each rank table),
+    each rank table read once, with its rewrite predicate on its base and changes
     (`lakerank_lib.merge_on_read_rows`). `window`: the rewrite's (default: taken now). -#}
 {% macro rank_inputs(window=none) -%}
   {%- set window = window or lakerank.rank_rewrite_window() -%}
@@ -60,16 +74,20 @@
   where false
   {%- else -%}
   {%- set state = lakerank.rank_state(window) -%}
+  {%- set parts = [('scope', 'touched'), ('chg', 'latest')] -%}
+  {%- for table in state -%}{%- do parts.append((table ~ '_old', none)) -%}{%- endfor -%}
   with
   changes as (
-      {{ lakerank.contract_changes(window) }}
+      select
+          *,
+          {{ lakerank.rank_block('segment_start') }} as block
+      from ({{ lakerank.contract_changes(window) }}) as window_changes
   ),
   touched as (
-      select
+      select distinct
           project_id,
-          min(segment_start) as touched_from
+          block
       from changes
-      group by project_id
   ),
   latest as (
       select *
@@ -81,13 +99,12 @@
       ) as ordered_changes
       where change_order = 1
   )
-  {%- for part, source, table in [
-        ('scope', 'touched', none), ('chg', 'latest', none), ('fct_old', none, 'fct'),
-        ('dim_old', none, 'dim'), ('acc_old', none, 'acc')] %}
+  {%- for part, source in parts %}
   {{ lakerank.rank_rewrite_row(part) }}
   {%- if source %}
   from {{ source }}
   {%- else %}
+  {%- set table = part[:-4] %}
   {%- set predicate = lakerank.rank_rewrite_predicate(table, 'touched') %}
   from {{ lakerank_lib.merge_on_read_rows(state[table], predicate, lakerank.rank_columns(table))
           if state[table] is not string else state[table] }} as t
@@ -99,125 +116,27 @@
 {%- endmacro %}
 
 
-{#- The new rows of the rank tables (parts fct, dim, acc), from the rank pass's input rows
-    in `inputs` (a relation or CTE holding `rank_inputs()`). -#}
-{% macro rank_results(inputs) -%}
-  {%- set open_end = lakerank_lib.open_version_end() -%}
-  with
-  {%- for part in ['scope', 'chg', 'fct_old', 'dim_old'] %}
-  {{ part }}_rows as (
-      select {{ lakerank.rank_columns(part.replace('_old', '')) | join(', ') }}
-      from {{ inputs }}
-      where part = '{{ part }}'
-  ),
-  {%- endfor %}
-  head_version as (
-      select dim_old_rows.*
-      from dim_old_rows
-      inner join scope_rows on dim_old_rows.project_id = scope_rows.project_id
-      where dim_old_rows.ver_start < scope_rows.touched_from
-  ),
-  new_tail as (
-      select fct_old_rows.project_id, fct_old_rows.contract_id, fct_old_rows.sign_time, fct_old_rows.amount, fct_old_rows.segment_start
-      from fct_old_rows
-      left anti join chg_rows on fct_old_rows.contract_id = chg_rows.contract_id
-      union all
-      select project_id, contract_id, sign_time, amount, segment_start
-      from chg_rows
-      where rowkind in ('+I', '+U')
-  ),
-  bases as (
-      select
-          scope_rows.project_id,
-          coalesce(tail_base.base, head_version.base_max_rn, 0) as base
-      from scope_rows
-      left join (
-          select project_id, min(base_max_rn) as base from fct_old_rows group by project_id
-      ) as tail_base on scope_rows.project_id = tail_base.project_id
-      left join head_version on scope_rows.project_id = head_version.project_id
-  ),
-  ranked as (
-      select
-          new_tail.project_id,
-          new_tail.contract_id,
-          new_tail.sign_time,
-          new_tail.amount,
-          new_tail.segment_start,
-          cast({{ lakerank.rank_over('new_tail.project_id, new_tail.segment_start') }} as bigint) as mem_rn,
-          bases.base + {{ lakerank.rank_over('new_tail.project_id') }} as asc_rn,
-          bases.base + {{ lakerank.positions_through(lakerank.rank_over('new_tail.project_id'), 'new_tail.project_id') }}
-              as positions_through
-      from new_tail
-      inner join bases on new_tail.project_id = bases.project_id
-  ),
-  points as (
-      select project_id, sign_time as ver_start, max(positions_through) as base_max_rn, max(segment_start) as segment_start
-      from ranked
-      group by project_id, sign_time
-      union all
-      select project_id, ver_start, base_max_rn, segment_start
-      from head_version
-  ),
-  versions as (
-      {{ lakerank_lib.zipper(
-          'points', ['project_id'], 'ver_start', ['base_max_rn', 'segment_start'],
-          change_order=[], rowkind=none, open_end=open_end) }}
-  ),
-  accumulated as (
-      select
-          bases.project_id,
-          coalesce(tail.positions, bases.base) as max_rn,
-          coalesce(tail.max_sign_time, head_version.ver_start) as max_event_time
-      from bases
-      left join (
-          select project_id, max(positions_through) as positions, max(sign_time) as max_sign_time
-          from ranked
-          group by project_id
-      ) as tail on bases.project_id = tail.project_id
-      left join head_version on bases.project_id = head_version.project_id
-  )
-  {%- for part, source, condition in [
-        ('fct', 'ranked', ''), ('dim', 'versions', ''), ('acc', 'accumulated', 'where max_rn > 0')] %}
-  {{ lakerank.rank_rewrite_row(part) }}
-  from {{ source }} {{ condition }}
-  {{ 'union all' if not loop.last }}
-  {%- endfor %}
-{%- endmacro %}
-
-
 {#- One part of the rewrite's rows: `part`'s own columns, the others NULL (all typed), and
-    `part` last (the table is partitioned by it). A new fact row's `base_max_rn` is
-    `asc_rn - mem_rn`. -#}
+    `part` last (the table is partitioned by it). -#}
 {% macro rank_rewrite_row(part) -%}
   {%- set table = (part or '').replace('_old', '') -%}
   {%- set own = lakerank.rank_columns(table) if part else [] -%}
   select
   {%- for name, type in lakerank.rank_column_types().items() %}
-      {% if part == 'fct' and name == 'base_max_rn' -%}
-      cast(asc_rn - mem_rn as {{ type }})
-      {%- elif name in own -%}
-      cast({{ name }} as {{ type }})
-      {%- else -%}
-      cast(null as {{ type }})
-      {%- endif %} as {{ name }},
+      cast({{ name if name in own else 'null' }} as {{ type }}) as {{ name }},
   {%- endfor %}
       cast({{ "'" ~ part ~ "'" if part else 'null' }} as string) as part
 {%- endmacro %}
 
 
-{#- The rows of a rank table (`part`: fct, dim, acc; alias `t`) the rewrite recomputes: the
-    touched projects' rows from `touched_from` on (the zipper: the versions that end at or
-    after it). `scope`: a relation or CTE with `project_id`, `touched_from`. -#}
+{#- The rows of a rank table (`part`, alias `t`) the rewrite recomputes: a touched project's
+    rows of its touched blocks (blk, ver), or all of them (off, acc). `scope`: a relation or
+    CTE with the touched (`project_id`, `block`). Each depends on the row's own columns
+    (`lakerank_lib.merge_on_read_rows`). -#}
 {% macro rank_rewrite_predicate(part, scope) -%}
-  {%- if part == 'acc' -%}
     t.project_id in (select project_id from {{ scope }})
-  {%- else -%}
-    t.project_id in (select project_id from {{ scope }})
-    and exists (
-        select 1 from {{ scope }} as s
-        where s.project_id = t.project_id
-        and {{ 't.segment_start' if part == 'fct' else 'coalesce(t.ver_end, ' ~ lakerank_lib.open_version_end() ~ ')' }}
-            >= s.touched_from)
+  {%- if part in ('blk', 'ver') %}
+    and exists (select 1 from {{ scope }} as s where s.project_id = t.project_id and s.block = t.block)
   {%- endif -%}
 {%- endmacro %}
 
@@ -225,29 +144,42 @@
 {#- The type of every column the rewrite returns but `part`, in its order. -#}
 {% macro rank_column_types() -%}
   {{ return({
-      'project_id': 'bigint', 'touched_from': 'timestamp_ntz', 'contract_id': 'bigint',
+      'project_id': 'bigint', 'block': 'timestamp_ntz', 'contract_id': 'bigint',
       'sign_time': 'timestamp_ntz', 'amount': 'decimal(18,2)', 'segment_start': 'timestamp_ntz',
-      'mem_rn': 'bigint', 'base_max_rn': 'bigint', 'asc_rn': 'bigint', 'ver_start': 'timestamp_ntz',
-      'ver_end': 'timestamp_ntz', 'max_rn': 'bigint', 'max_event_time': 'timestamp_ntz',
-      'rowkind': 'string',
+      'mem_rn': 'bigint', 'block_rn': 'bigint', 'positions': 'bigint', 'block_offset': 'bigint',
+      'first_sign_time': 'timestamp_ntz', 'last_sign_time': 'timestamp_ntz', 'next_start': 'timestamp_ntz',
+      'ver_start': 'timestamp_ntz', 'ver_end': 'timestamp_ntz', 'positions_through': 'bigint',
+      'max_rn': 'bigint', 'max_event_time': 'timestamp_ntz', 'rowkind': 'string',
   }) }}
 {%- endmacro %}
 
 
-{#- The columns of a rank table (`part`: fct, dim, acc), as the rewrite returns them, and of
-    its touched projects (scope) and changed contracts' latest images (chg). -#}
+{#- The columns of a rank table (`part`: blk, off, ver, acc), as the rewrite returns them, and
+    of its touched blocks (scope) and changed contracts' latest images (chg). -#}
 {% macro rank_columns(part) -%}
   {{ return({
-      'fct': ['project_id', 'contract_id', 'sign_time', 'amount', 'mem_rn', 'segment_start', 'base_max_rn', 'asc_rn'],
-      'dim': ['project_id', 'ver_start', 'ver_end', 'base_max_rn', 'segment_start'],
+      'blk': ['project_id', 'contract_id', 'sign_time', 'amount', 'segment_start', 'mem_rn', 'block', 'block_rn'],
+      'off': ['project_id', 'block', 'positions', 'block_offset', 'first_sign_time', 'last_sign_time', 'next_start'],
+      'ver': ['project_id', 'ver_start', 'ver_end', 'block', 'positions_through', 'segment_start'],
       'acc': ['project_id', 'max_rn', 'max_event_time'],
-      'scope': ['project_id', 'touched_from'],
-      'chg': ['project_id', 'contract_id', 'sign_time', 'amount', 'segment_start', 'rowkind'],
+      'scope': ['project_id', 'block'],
+      'chg': ['project_id', 'contract_id', 'sign_time', 'amount', 'segment_start', 'block', 'rowkind'],
   }[part]) }}
 {%- endmacro %}
 
 
-{#- A rank table's (`part`: fct, dim, acc) rewrite, for its model: `relation`, the rewrite it
+{#- A rank table model's SELECT (`part`: blk, off, ver, acc): declares its rewrite
+    (`rank_rewrite_for`) and returns its new rows. -#}
+{% macro rank_table_rows(part) -%}
+  {%- set rewrite = lakerank.rank_rewrite_for(part) -%}
+  {%- do lakerank_lib.declare_rewrite(rewrite.predicate, prior=rewrite.prior, prior_columns=rewrite.prior_columns) -%}
+  select {{ lakerank.rank_columns(part) | join(', ') }}
+  from {{ rewrite.relation }}
+  where part = '{{ part }}'
+{%- endmacro %}
+
+
+{#- A rank table's (`part`: blk, off, ver, acc) rewrite, for its model: `relation`, the rewrite it
     reads (`int_contract_rank_rewrite` when that was built in this invocation or for the
     window the rank tables need now, else the same SQL expanded here: a `--select` without
     the rewrite, a --full-refresh of one rank table), and what its merge_on_read commit
@@ -279,7 +211,7 @@
   {{ return({
       'relation': relation,
       'predicate': lakerank.rank_rewrite_predicate(part,
-          '(select project_id, touched_from from ' ~ relation ~ " where part = 'scope')"),
+          '(select project_id, block from ' ~ relation ~ " where part = 'scope')"),
       'prior': prior,
       'prior_columns': known,
   }) }}
@@ -320,14 +252,15 @@
 {%- endmacro %}
 
 
-{#- The three rank tables, by role, in the target schema (read here by name, not `ref`: they
-    are downstream of the rewrite, whose input is their state before this build). -#}
+{#- The rank tables, by part, in the target schema (read here by name, not `ref`: they are
+    downstream of the rewrite, whose input is their state before this build). -#}
 {% macro rank_tables() -%}
-  {{ return({
-      'fct': api.Relation.create(schema=this.schema, identifier='fct_contract_rank', type='view'),
-      'dim': api.Relation.create(schema=this.schema, identifier='dim_project_rank_version', type='view'),
-      'acc': api.Relation.create(schema=this.schema, identifier='int_project_rank_accumulation', type='view'),
-  }) }}
+  {%- set out = {} -%}
+  {%- for part, name in [('blk', 'int_contract_block_rank'), ('off', 'int_project_block_offset'),
+                         ('ver', 'int_project_block_version'), ('acc', 'int_project_rank_accumulation')] -%}
+    {%- do out.update({part: api.Relation.create(schema=this.schema, identifier=name, type='view')}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
 {%- endmacro %}
 
 

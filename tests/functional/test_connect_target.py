@@ -79,7 +79,7 @@ def test_pipeline_through_lakerank_serve_is_exact_and_readers_see_one_published_
     spark = lakerank.spark()
     # Each batch's first build crashes at the named step (None: no crash); the rerun finishes it.
     # (Kills at every step of every model, without readers: test_crash_soak.py.)
-    crashes = [None, {"fct_contract_rank": "committed"}, {"dim_project_rank_version": "compacted"}]
+    crashes = [None, {"int_contract_block_rank": "committed"}, {"int_project_block_version": "compacted"}]
     expected, reader, stop = {}, None, tmp_path / "stop-reader"
     for i, (generated, crash) in enumerate(zip(batches, crashes)):
         lines = [*generated, *scenario_batch(i)]  # beside the stream, issue F.1's moves

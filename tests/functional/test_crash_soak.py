@@ -28,14 +28,15 @@ from lakerank_project import ROOT, Lakerank
 from soak_check import check_home
 
 RANK_FUNCTION = "dense_rank"
-# In the order a one-thread build runs them: after the rank rewrite, dbt takes the three (one
+# In the order a one-thread build runs them: after the rank rewrite, dbt takes the four (one
 # generation of its DAG) by node id.
-MERGE_ON_READ = ("dim_project_rank_version", "fct_contract_rank", "int_project_rank_accumulation")
+MERGE_ON_READ = ("int_contract_block_rank", "int_project_block_offset", "int_project_block_version",
+                 "int_project_rank_accumulation")
 # Batch 1: the steps of an incremental commit, in the order a one-thread build reaches them
-# (the ingest, the rank rewrite, then the three rank tables it feeds, then the publication);
+# (the ingest, the rank rewrite, then the four rank tables it feeds, then the publication);
 # batch 2 compacts every commit (compact_commits 1): the compaction's steps. Then, in each
 # batch, kills at random moments. (pk_table's own steps are killed in test_pk_table_crash.py.)
-# Per commit, each step is killed once, at one of the three merge-on-read models (they share
+# Per commit, each step is killed once, at one of the four merge-on-read models (they share
 # one materialization); the long soak (LAKERANK_SOAK=long, a scheduled job beside the
 # per-commit CI: docs/decisions/0003-ci-coverage.md) kills every step of every model and more
 # random moments.
@@ -44,10 +45,10 @@ STEP_KILLS = [
     [("stg_contract_changelog", "ingested"),
      ("int_contract_rank_rewrite", "recording"),
      *([(m, s) for m in MERGE_ON_READ for s in ("written", "committed")] if LONG else
-       [("dim_project_rank_version", "written"), ("fct_contract_rank", "committed")]),
+       [("int_project_block_version", "written"), ("int_contract_block_rank", "committed")]),
      ("published_commit", "viewed"), ("published_commit", "published")],
     [*[(m, s) for m in MERGE_ON_READ for s in ("compacted", "viewed")]] if LONG else
-    [("fct_contract_rank", "compacted"), ("int_project_rank_accumulation", "viewed")],
+    [("int_contract_block_rank", "compacted"), ("int_project_rank_accumulation", "viewed")],
 ]
 # (Not the publication, the last and shortest model: a delay after its start often outlasts it.)
 RANDOM_MODELS = ["stg_contract_changelog", "int_contract_rank_rewrite", *MERGE_ON_READ]

@@ -92,17 +92,22 @@ def scenario_batch(i: int) -> list[str]:
     return [shifted(line) for scenario in SCENARIOS for line in scenario[i]]
 
 
-def plant_wrong_rank(lakerank, contract_id: int) -> None:
-    """Add 1 to one contract's asc_rn in the rank rewrite's new fact rows (the rows the
-    per-slice test checks before the fact commits them)."""
+def plant_wrong_rank(lakerank) -> int:
+    """Add 1 to one contract's `block_rn` in the rank rewrite's new rows of the ranks in
+    blocks (the rows the per-block check reads before the rank tables commit them): the
+    contract with the smallest id there, which it returns."""
     spark = lakerank.spark()
     rewrite = "lakerank.int_contract_rank_rewrite"
+    contract_id = spark.sql(f"select min(contract_id) from {rewrite} where part = 'blk'").first()[0]
+    assert contract_id is not None, "the last rewrite ranked no block"
     cols = [c for c in spark.table(rewrite).columns if c != "part"]
-    planted = [f"asc_rn + if(contract_id = {contract_id}, 1, 0) as asc_rn" if c == "asc_rn" else c for c in cols]
-    rows = spark.sql(f"select {', '.join(planted)} from {rewrite} where part = 'fct'").localCheckpoint()
-    assert rows.where(f"contract_id = {contract_id}").count() == 1, "the contract is not in the last rewrite"
-    rows.createOrReplaceTempView("planted_fct_rows")
-    spark.sql(f"insert overwrite table {rewrite} partition (part = 'fct') select * from planted_fct_rows").collect()
+    planted = [f"block_rn + if(contract_id = {contract_id}, 1, 0) as block_rn" if c == "block_rn" else c
+               for c in cols]
+    rows = spark.sql(f"select {', '.join(planted)} from {rewrite} where part = 'blk'").localCheckpoint()
+    rows.count()
+    rows.createOrReplaceTempView("planted_blk_rows")
+    spark.sql(f"insert overwrite table {rewrite} partition (part = 'blk') select * from planted_blk_rows").collect()
+    return contract_id
 
 
 # Issue F point 3: business times are wall-clock values and read back exactly as landed,

@@ -266,7 +266,7 @@ def test_several_writers_race_and_one_is_killed_mid_commit(race_catalog, tmp_pat
 
         a.send(cmd="land", batch=1)
         ok(a, a.result())
-        a.send(cmd="build", fault={"fct_contract_rank": "stop:written"})
+        a.send(cmd="build", fault={"int_contract_block_rank": "stop:written"})
         deadline = time.time() + 300
         while not stopped(a.proc.pid):
             assert time.time() < deadline and a.proc.poll() is None, a.text()[-4000:]
@@ -278,12 +278,12 @@ def test_several_writers_race_and_one_is_killed_mid_commit(race_catalog, tmp_pat
         os.kill(a.proc.pid, signal.SIGCONT)
         lost = a.result()
         assert lost is not None and not lost["ok"], lost
-        assert any(f.startswith("fct_contract_rank: ") and LOST in f for f in lost["failed"]), lost
+        assert any(f.startswith("int_contract_block_rank: ") and LOST in f for f in lost["failed"]), lost
 
         a.send(cmd="land", batch=2)
         ok(a, a.result())
         mark = len(a.text())
-        a.send(cmd="build", fault={"fct_contract_rank": "kill:committed"})
+        a.send(cmd="build", fault={"int_contract_block_rank": "kill:committed"})
         a.wait_for("START", mark)  # it holds the lease
         b.send(cmd="build")
         assert a.result() is None and a.proc.wait(timeout=60) == -signal.SIGKILL, a.text()[-4000:]

@@ -161,10 +161,10 @@ READ_LAYER_SUMMARY = ("select p.commit_id, f.n, f.s, d.n, d.s, c.n"
 
 
 def mart_summary(spark) -> list:
-    """The marts' summary (READ_LAYER_SUMMARY's, over the marts themselves), led by the fact's
-    recorded commit id."""
+    """The marts' summary (READ_LAYER_SUMMARY's, over the marts themselves), led by the recorded
+    commit id of the fact's table of ranks."""
     row = spark.sql("select f.n, f.s, d.n, d.s, c.n from" + _SUMMARIES.format(s="lakerank")).first()
-    watermark = {r[0]: r[1] for r in spark.sql("show tblproperties lakerank.fct_contract_rank").collect()}
+    watermark = {r[0]: r[1] for r in spark.sql("show tblproperties lakerank.int_contract_block_rank").collect()}
     return [int(watermark["lakerank.commit_id"]), *(int(x) for x in row)]
 
 
@@ -189,31 +189,47 @@ def _changed_keys(before: pd.DataFrame, after: pd.DataFrame, cols) -> tuple[set,
     return set(a) - set(b), set(b) - set(a), {k for k in set(a) & set(b) if a[k] != b[k]}
 
 
-def _with_segment_ranks(ranks: pd.DataFrame) -> pd.DataFrame:
-    """``expected_ranks`` (dense_rank) with the fact table's other columns: the segment, the
-    dense rank of the sign time within it (``mem_rn``) and the rest of ``asc_rn``
-    (``base_max_rn``)."""
+def _with_block_ranks(ranks: pd.DataFrame) -> pd.DataFrame:
+    """``expected_ranks`` (dense_rank) as the rank tables store them: the segment, the dense
+    rank of the sign time within it (``mem_rn``), the block (the month of the segment start)
+    and the dense rank within the block (``block_rn``)."""
     df = ranks.copy()
     times = pd.to_datetime(df["sign_time"])
     df["segment_start"] = [segment_start(t) for t in times]
     df["mem_rn"] = times.groupby([df["project_id"], df["segment_start"]]).rank(method="dense").astype("int64")
-    df["base_max_rn"] = df["asc_rn"] - df["mem_rn"]
+    df["block"] = pd.to_datetime(df["segment_start"]).dt.strftime("%Y-%m")
+    df["block_rn"] = times.groupby([df["project_id"], df["block"]]).rank(method="dense").astype("int64")
     return df
+
+
+def _blocks(df: pd.DataFrame) -> dict:
+    """Per (project, block) of ``_with_block_ranks`` rows: its positions, offset and first,
+    last and next block's first sign time, as the offsets table stores them."""
+    g = df.groupby(["project_id", "block"]).agg(positions=("block_rn", "max"), first=("sign_time", "min"),
+                                                last=("sign_time", "max")).reset_index()
+    g = g.sort_values(["project_id", "block"])
+    g["offset"] = g.groupby("project_id")["positions"].cumsum() - g["positions"]
+    g["next"] = g.groupby("project_id")["first"].shift(-1)
+    return {(p, b): tuple(r) for p, b, *r in g[["project_id", "block", "positions", "offset", "first", "last",
+                                                 "next"]].astype(object).itertuples(index=False, name=None)}
 
 
 def assert_build_summary(lr, counts: dict, before: pd.DataFrame, after: pd.DataFrame) -> None:
     """The newest row of `build_summary` (issue G.4) says what the oracle says the build did:
     the batch's events landed, applied and quarantined (``counts``: ``Oracle.consume``'s
-    return), and the fact table's changes from the expected ranks ``before`` to ``after``,
-    keyed by contract_id (a new, changed or gone row), with the projects they touch. For the
-    dense_rank pipeline (mem_rn is the dense rank of sign_time within the segment)."""
+    return); the contracts whose stored rank row (rank in the segment and in the block) is
+    new, changed or gone from the expected ranks ``before`` to ``after``; and the projects
+    with such a contract or a block whose positions or offset changed. For the dense_rank
+    pipeline (mem_rn is the dense rank of sign_time within the segment)."""
     row = lr.spark().sql("select * from lakerank.build_summary order by to_commit desc, finished_at desc"
                          " limit 1").collect()[0].asDict()
-    before, after = _with_segment_ranks(before), _with_segment_ranks(after)
-    cols = [c for c in RANK_COLS if c != "contract_id"]
+    before, after = _with_block_ranks(before), _with_block_ranks(after)
+    cols = ["project_id", "sign_time", "amount", "segment_start", "mem_rn", "block", "block_rn"]
     new, gone, changed = _changed_keys(before, after, cols)
     projects = set(after[after["contract_id"].isin(new | changed)]["project_id"]) | set(
         before[before["contract_id"].isin(gone | changed)]["project_id"])
+    was, now = _blocks(before), _blocks(after)
+    projects |= {p for p, _ in set(was) ^ set(now)} | {k[0] for k in set(was) & set(now) if was[k] != now[k]}
     want = {"status": "success", "events_landed": counts["events_landed"], "events_applied": counts["applied"],
             "events_quarantined": counts["quarantined"], "ranks_inserted": len(new), "ranks_updated": len(changed),
             "ranks_deleted": len(gone), "projects_touched": len(projects)}

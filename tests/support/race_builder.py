@@ -73,28 +73,28 @@ def missing_partition_dirs(spark) -> list:
 
 
 def stale_record_refused(spark) -> str:
-    """The metastore's answer to a record of fct_contract_rank that expects a commit id it no
+    """The metastore's answer to a record of int_contract_block_rank that expects a commit id it no
     longer has (the fence of a writer that lost its lease): the refusal's message."""
     from python_udfs.commit import lease
 
-    current = lease.get_property(spark, "lakerank", "fct_contract_rank", "lakerank.commit_id")
+    current = lease.get_property(spark, "lakerank", "int_contract_block_rank", "lakerank.commit_id")
     stale = str(int(current) - 1)
     try:
-        lease.alter_if(spark, "lakerank", "fct_contract_rank", {"lakerank.commit_id": "999"},
+        lease.alter_if(spark, "lakerank", "int_contract_block_rank", {"lakerank.commit_id": "999"},
                        "lakerank.commit_id", stale)
     except lease.FencedError as exc:
-        assert lease.get_property(spark, "lakerank", "fct_contract_rank", "lakerank.commit_id") == current
+        assert lease.get_property(spark, "lakerank", "int_contract_block_rank", "lakerank.commit_id") == current
         return str(exc)
     raise AssertionError(f"a record expecting commit {stale} was accepted over commit {current}")
 
 
 def live_stage_kept(spark) -> str:
-    """A writer whose lease another writer took over sweeps the audit log of fct_contract_rank:
+    """A writer whose lease another writer took over sweeps the audit log of int_contract_block_rank:
     the new holder's stage stays, and its recovery refuses. The other writer's takeover is the
     lease value it writes (its id, the next epoch); its stage is a directory named as its own."""
     from python_udfs.commit import lease, protocol
 
-    table = ("lakerank", "fct_contract_rank__audit_log")
+    table = ("lakerank", "int_contract_block_rank__audit_log")
     lease.acquire(spark, 60, 600, print)
     mine = lease.held()
     other = lease.Lease("w0d15ea5e", "another host pid 1", mine.epoch + 1, 0, 600)

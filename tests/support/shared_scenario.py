@@ -45,7 +45,8 @@ from checks import assert_all_exact, assert_read_layer_current, mart_summary  # 
 from lakerank_project import Lakerank  # noqa: E402
 
 PUBLISHED = ("fct_contract_rank", "dim_project_rank_version", "fct_contract_rank_changelog")
-MERGE_ON_READ = ("fct_contract_rank", "dim_project_rank_version", "int_project_rank_accumulation")
+MERGE_ON_READ = ("int_contract_block_rank", "int_project_block_offset", "int_project_block_version",
+                 "int_project_rank_accumulation")
 
 
 def base_commits(lakerank) -> dict:
@@ -98,7 +99,7 @@ def main(out: str) -> None:
         # at every commit (the compaction's rewrite on S3).
         settings = {"rank_function": "dense_rank", "compact_commits": 1}
         if i:  # the second batch's first build stops after the fact's commit, before its record
-            failed = lakerank.dbt("build", vars={**settings, "lakerank_fault": {"fct_contract_rank": "committed"}},
+            failed = lakerank.dbt("build", vars={**settings, "lakerank_fault": {"int_contract_block_rank": "committed"}},
                                   expect_success=False)
             assert not failed.success
         lakerank.dbt("build", "--selector", "with_audits", vars=settings)
@@ -120,9 +121,9 @@ def main(out: str) -> None:
     # The other rank functions on the same catalog and bucket: a full refresh each, exact.
     # Before the first, the folder s3proxy's `filesystem` backend can leave in a table's
     # folder after a write (an empty `_temporary/0`, listed but not deletable through S3A) is
-    # planted in the fact's audit log: its drop leaves the folder, and the create must clear it
+    # planted in the fact's table's audit log: its drop leaves the folder, and the create must clear it
     # (python_udfs/commit/protocol.py, `_delete`) or Spark refuses it, LOCATION_ALREADY_EXISTS.
-    plant_undeletable_folder(lakerank, "fct_contract_rank__audit_log")
+    plant_undeletable_folder(lakerank, "int_contract_block_rank__audit_log")
     for function in ("rank", "row_number"):
         t = time.time()
         lakerank.dbt("build", "--full-refresh", "--selector", "with_audits", vars={"rank_function": function})

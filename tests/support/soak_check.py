@@ -45,7 +45,7 @@ def check_home(lr: Lakerank, files, settings: dict, rank_function: str) -> None:
     spark = lr.spark()
     assert_no_leftovers(spark)
     # The leftover check can fail: a directory no partition references is found.
-    fct_log = spark.sql("describe formatted lakerank.fct_contract_rank__audit_log").collect()
+    fct_log = spark.sql("describe formatted lakerank.int_contract_block_rank__audit_log").collect()
     planted = next(r.data_type for r in fct_log if r.col_name == "Location").replace("file:", "") + "/_v/c0_planted"
     os.makedirs(planted)
     try:

@@ -14,7 +14,8 @@
        parquet directory, not the base table, which a compaction re-points) plus the audit
        log's changes in (base commit, P], with both the previous and the current base written
        in, each used for the P it belongs to; any other relation must have a `_commit_id`
-       column and is read `where _commit_id <= P`;
+       column and is read `where _commit_id <= P`, or be a view over published merge_on_read
+       models, read as its own text over their reader views (defined first);
     2. P becomes N in one metastore call: the model's table (partitioned by `commit_id`, so
        that every query lists its partitions afresh instead of a session's cached listing)
        gains partition N. Every reader view reads P, its newest partition, so all of them
@@ -233,7 +234,8 @@
     {%- set reader = this.incorporate(path={'identifier': relation.identifier}, type='view') -%}
     {%- set source = {'relation': relation, 'reader': reader,
                       'reader_exists': info[reader.schema ~ '.' ~ reader.identifier]['exists'],
-                      'commit_id': props.get('lakerank.commit_id', '-1') | int} -%}
+                      'commit_id': props.get('lakerank.commit_id', '-1') | int,
+                      'view_text': info[relation.schema ~ '.' ~ relation.identifier].get('view_text', '')} -%}
     {%- if relation.identifier in bases -%}
       {%- set base = bases[relation.identifier] -%}
       {%- set was = published_bases.get(relation.identifier, {}) -%}
@@ -259,11 +261,28 @@
     {%- endif -%}
     {%- do out.append(source) -%}
   {%- endfor -%}
-  {{ return(out) }}
+  {#- the merge_on_read relations first; a view over them reads their reader views: its text
+      with theirs swapped in, for all such views in one call -#}
+  {%- set readers, texts = {}, {} -%}
+  {%- for source in out -%}
+    {%- if source.get('base') -%}
+      {%- do readers.update({source['relation'].schema ~ '.' ~ source['relation'].identifier:
+                             source['reader'].schema ~ '.' ~ source['reader'].identifier}) -%}
+    {%- elif source['view_text'] -%}
+      {%- do texts.update({source['relation'].identifier: source['view_text']}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set swapped = adapter.lakerank_swap_relations(texts, readers) if texts and readers else {} -%}
+  {%- for source in out -%}
+    {%- set text = swapped.get(source['relation'].identifier, '') -%}
+    {%- do source.update({'reader_text': text if text != source['view_text'] else ''}) -%}
+  {%- endfor -%}
+  {{ return(out | selectattr('base', 'defined') | list + out | rejectattr('base', 'defined') | list) }}
 {%- endmacro %}
 
 
-{#- The SELECT of one published relation's reader view (see the materialization's steps). -#}
+{#- The SELECT of one published relation's reader view (see the materialization's steps); a
+    view over published merge_on_read relations reads their reader views (`reader_text`). -#}
 {% macro _publication_view_sql(source) -%}
   {%- set p = '(select max(commit_id) from ' ~ this ~ ')' -%}
   {%- set cols = adapter.get_columns_in_relation(source['relation']) | map(attribute='name') | list -%}
@@ -285,11 +304,15 @@
         ~ ' where _commit_id > ' ~ since ~ ' and _commit_id <= ' ~ p,
         cols, source['primary_key'])) }}
   {%- endif -%}
-  {%- if '_commit_id' not in cols -%}
-    {{ exceptions.raise_compiler_error("publication " ~ this ~ ": " ~ source['relation'] ~ " is neither a"
-         ~ " merge_on_read model nor has a _commit_id column: it cannot be read as of a commit") }}
+  {%- if '_commit_id' in cols -%}
+    {{ return('select * from ' ~ source['relation'] ~ ' where _commit_id <= ' ~ p) }}
   {%- endif -%}
-  {{ return('select * from ' ~ source['relation'] ~ ' where _commit_id <= ' ~ p) }}
+  {%- if not source['reader_text'] -%}
+    {{ exceptions.raise_compiler_error("publication " ~ this ~ ": " ~ source['relation'] ~ " is neither a"
+         ~ " merge_on_read model, nor has a _commit_id column, nor is a view over published merge_on_read"
+         ~ " models: it cannot be read as of a commit") }}
+  {%- endif -%}
+  {{ return(source['reader_text']) }}
 {%- endmacro %}
 
 

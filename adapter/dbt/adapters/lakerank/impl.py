@@ -21,6 +21,7 @@ from dbt.adapters.lakerank.records import RecordMixin
 from dbt.adapters.lakerank.rewrites import RewriteMixin
 from dbt.adapters.lakerank.session import env_spark_conf, is_shared
 from dbt.adapters.lakerank.storage import StorageMixin
+from dbt.adapters.lakerank.view_text import swap_relations
 
 
 class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, RewriteMixin, SparkAdapter):
@@ -51,6 +52,13 @@ class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, Rewr
 
         if getattr(get_flags(), "WHICH", None) == "run-operation":
             give_back()
+
+    @available
+    def lakerank_swap_relations(self, texts: Dict[str, str], mapping: Dict[str, str]) -> Dict[str, str]:
+        """Views' SQL ``texts`` (by name) reading ``mapping``'s values where they read its keys
+        (``schema.name``): published view models' readers (lakerank_lib's publication), all
+        in one call."""
+        return {name: swap_relations(text, mapping) for name, text in texts.items()}
 
     @available
     def lakerank_home(self) -> str:

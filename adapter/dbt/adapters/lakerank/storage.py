@@ -103,7 +103,8 @@ class StorageMixin(metaclass=AdapterMeta):
     @available
     @driver_side
     def lakerank_tables_info(self, relations, qualified: bool = False) -> Dict[str, Dict[str, Any]]:
-        """``{identifier: {'exists', 'location', 'properties'}}`` for ``relations``, read
+        """``{identifier: {'exists', 'location', 'properties', 'view_text'}}`` for ``relations``
+        (``view_text``: a view's SQL, else empty), read
         with one metastore call per schema (keyed ``schema.identifier`` when ``qualified``:
         two schemas holding one name). A commit reads its tables' existence, location and
         properties once, before anything changes, and asks again only for what it creates."""
@@ -111,7 +112,8 @@ class StorageMixin(metaclass=AdapterMeta):
             return f"{schema}.{identifier}" if qualified else identifier
 
         out: Dict[str, Dict[str, Any]] = {
-            key(r.schema, r.identifier): {"exists": False, "location": "", "properties": {}} for r in relations
+            key(r.schema, r.identifier): {"exists": False, "location": "", "properties": {}, "view_text": ""}
+            for r in relations
         }
         if self._nothing_to_introspect():
             return out
@@ -142,7 +144,7 @@ class StorageMixin(metaclass=AdapterMeta):
                 fence.observe(schema, name, props)
                 out[key(schema, name)] = {
                     "exists": True, "location": str(path(table.location()).toString()) if located else "",
-                    "properties": props}
+                    "properties": props, "view_text": "" if located else _view_text(table)}
         return out
 
     @available
@@ -294,3 +296,8 @@ class StorageMixin(metaclass=AdapterMeta):
                 raise DbtRuntimeError(str(exc)) from exc
         return ""
 
+
+def _view_text(table) -> str:
+    """A catalog table's view text (one round trip), empty for a table."""
+    text = table.viewText()
+    return str(text.get()) if text.isDefined() else ""
