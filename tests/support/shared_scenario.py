@@ -99,8 +99,8 @@ def main(out: str) -> None:
         # at every commit (the compaction's rewrite on S3).
         settings = {"rank_function": "dense_rank", "compact_commits": 1}
         if i:  # the second batch's first build stops after the fact's commit, before its record
-            failed = lakerank.dbt("build", vars={**settings, "lakerank_fault": {"int_contract_block_rank": "committed"}},
-                                  expect_success=False)
+            fault = {"int_contract_block_rank": "committed"}
+            failed = lakerank.dbt("build", vars={**settings, "lakerank_fault": fault}, expect_success=False)
             assert not failed.success
         lakerank.dbt("build", "--selector", "with_audits", vars=settings)
         timings[f"build{i}"] = round(time.time() - t, 1)
