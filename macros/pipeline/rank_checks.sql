@@ -60,14 +60,7 @@ checked as (
 ),
 
 block_stats as (
-    select
-        project_id,
-        block,
-        max(positions_through) as positions,
-        min(ver_start) as first_sign_time,
-        max(ver_start) as last_sign_time
-    from ver
-    group by project_id, block
+    {{ lakerank.rank_block_totals('ver') }}
 ),
 
 offsets as (

@@ -51,14 +51,7 @@
       from block_points
   ),
   blocks as (
-      select
-          project_id,
-          block,
-          max(positions_through) as positions,
-          min(ver_start) as first_sign_time,
-          max(ver_start) as last_sign_time
-      from versions
-      group by project_id, block
+      {{ lakerank.rank_block_totals('versions') }}
       union all
       select off_old_rows.project_id, off_old_rows.block, off_old_rows.positions, off_old_rows.first_sign_time,
           off_old_rows.last_sign_time
@@ -88,4 +81,18 @@
   from {{ source }}
   {{ 'union all' if not loop.last }}
   {%- endfor %}
+{%- endmacro %}
+
+
+{#- Each block's positions, first and last sign time, from its versions (`versions`: rows
+    with project_id, block, ver_start, positions_through). -#}
+{% macro rank_block_totals(versions) -%}
+  select
+      project_id,
+      block,
+      max(positions_through) as positions,
+      min(ver_start) as first_sign_time,
+      max(ver_start) as last_sign_time
+  from {{ versions }}
+  group by project_id, block
 {%- endmacro %}
