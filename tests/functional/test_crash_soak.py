@@ -45,7 +45,7 @@ STEP_KILLS = [
     [("stg_contract_changelog", "ingested"),
      ("int_contract_rank_rewrite", "recording"),
      *([(m, s) for m in MERGE_ON_READ for s in ("written", "committed")] if LONG else
-       [("int_project_block_version", "written"), ("int_contract_block_rank", "committed")]),
+       [("int_contract_block_rank", "written"), ("int_project_block_version", "committed")]),
      ("published_commit", "viewed"), ("published_commit", "published")],
     [*[(m, s) for m in MERGE_ON_READ for s in ("compacted", "viewed")]] if LONG else
     [("int_contract_block_rank", "compacted"), ("int_project_rank_accumulation", "viewed")],
