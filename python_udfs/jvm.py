@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 _JVM_CLASSES: Dict[tuple, object] = {}
 
@@ -86,21 +86,25 @@ def moved_partition(spark, part, location: str):
                      part.createTime(), part.lastAccessTime(), none)
 
 
-def point_partition(spark, database: str, table: str, spec_path: str, location: str) -> None:
+def point_partition(spark, database: str, table: str, spec_path: str, location: str) -> Optional[str]:
     """Point partition ``"c=v/..."`` of ``database.table`` at ``location``: re-point it if
     it exists, else register it; one metastore write either way (the atomic step of a
     publish: a reader sees the old directory or the new one). What ``SHOW PARTITIONS`` plus
     ``ALTER TABLE ... ADD PARTITION / SET LOCATION`` do, without parsing, analysing and
-    looking the table up three times."""
+    looking the table up three times. Returns the partition's location before, None if it
+    did not exist."""
     catalog = external_catalog(spark)
     found = catalog.getPartitionOption(database, table, partition_spec(spark, spec_path))
+    previous = None
     if found.isDefined():
+        previous = str(found.get().location())
         catalog.alterPartitions(database, table, scala_seq(spark, [moved_partition(spark, found.get(), location)]))
     else:
         storage = catalog.getTable(database, table).storage()
         catalog.createPartitions(database, table,
                                  scala_seq(spark, [new_partition(spark, spec_path, location, storage)]), True)
     spark.catalog.refreshTable(f"`{database}`.`{table}`")
+    return previous
 
 
 def partition_values(spark, database: str, table: str, column: str):

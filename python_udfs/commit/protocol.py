@@ -194,7 +194,8 @@ def swap(spark, table: Table, plan: Dict[str, Any]) -> Dict[str, int]:
     replace, create, drop = plan.get("replace", []), plan.get("create", []), plan.get("drop", [])
     if len(create) == 1 and not replace and not drop and _key(table) not in _LISTINGS:
         (spec, location), = create  # one partition: no listing needed
-        point_partition(spark, db, name, spec, location)
+        previous = point_partition(spark, db, name, spec, location)
+        _undo_if_lost(spark, table, spec, previous)
     elif replace or create or drop:
         old = _listing(spark, table)
         _LISTINGS.pop(_key(table), None)
@@ -220,6 +221,22 @@ def swap(spark, table: Table, plan: Dict[str, Any]) -> Dict[str, int]:
         spark.sql(f"alter table `{db}`.`{name}` set location '{plan['relocate'][1]}'")
     spark.catalog.refreshTable(f"`{db}`.`{name}`")
     return {"replaced": len(replace), "created": len(create), "dropped": len(drop)}
+
+
+def _undo_if_lost(spark, table: Table, spec: str, previous: Optional[str]) -> None:
+    """After a one-partition swap, confirm the lease again: a writer paused between its
+    confirm and its swap (a stopped process whose JVM finished the metastore call it was in)
+    may have lost the lease meanwhile, and its swap then re-pointed a partition the new
+    holder committed to a stage that holder swept. Such a swap is put back (the partition
+    re-pointed to ``previous``) before the loss is raised. A partition that did not exist is
+    left: if the new holder had created it first, the create was a no-op; if not, the new
+    holder's own swap re-points it. Nothing on an embedded home (no lease)."""
+    try:
+        lease.confirm(spark)
+    except lease.LeaseLostError:
+        if previous is not None:
+            point_partition(spark, table[0], table[1], spec, previous)
+        raise
 
 
 def rollback(spark, table: Table, plan: Dict[str, Any]) -> None:

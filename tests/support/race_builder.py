@@ -122,11 +122,27 @@ def check(lakerank, batches: int) -> dict:
     oracle = cdc.Oracle()
     for i in range(batches):
         oracle.consume(cdc.batch_file_name(i), BATCHES[i])
-    assert_all_exact(lakerank, oracle, "dense_rank")
     spark = lakerank.spark()
+    try:
+        assert_all_exact(lakerank, oracle, "dense_rank")
+    except AssertionError as exc:  # with each rank table's watermark and commits, for the failure's story
+        raise AssertionError(f"{exc}\n" + "\n".join(rank_table_commits(spark))) from None
     missing = missing_partition_dirs(spark)
     assert not missing, f"partitions whose directory was deleted: {missing[:5]}"
     return {"fenced": stale_record_refused(spark), "lost": live_stage_kept(spark)}
+
+
+def rank_table_commits(spark) -> list:
+    """Per rank table: its recorded commit and base, and its audit log's rows per commit."""
+    out = []
+    for table in ("int_contract_block_rank", "int_project_block_offset", "int_project_block_version",
+                  "int_project_rank_accumulation"):
+        props = {r[0]: r[1] for r in spark.sql(f"show tblproperties lakerank.{table}").collect()}
+        rows = spark.sql(f"select _commit_id, count(*) from lakerank.{table}__audit_log group by _commit_id"
+                         " order by 1").collect()
+        out.append(f"{table}: commit {props.get('lakerank.commit_id')}, base {props.get('lakerank.base_commit')},"
+                   f" audit rows by commit {[tuple(r) for r in rows]}")
+    return out
 
 
 def main(results: str) -> None:
