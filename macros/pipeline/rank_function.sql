@@ -40,8 +40,9 @@
 
 
 {#- The settings the pipeline's incremental state depends on (stored with every commit), and
-    the layout of the rank tables (`rewrite`: the fact and the zipper carry the state the rank
-    rewrite reads; a home built by the earlier layout is rebuilt with --full-refresh). -#}
+    the layout of the rank tables (`offsets`: ranks stored inside their block with one offset
+    per block, docs/pipeline.md; a home built by an earlier layout is rebuilt with
+    --full-refresh). -#}
 {% macro pipeline_fingerprint() -%}
   {{- 'rank_function=' ~ lakerank.rank_function() ~ ';segment_seconds=' ~ var('segment_seconds') ~ ';layout=offsets' -}}
 {%- endmacro %}

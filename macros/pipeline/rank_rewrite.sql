@@ -221,7 +221,7 @@
 {#- The rewrite's commit window {'from', 'to', 'pending', 'built', 'built_for', 'exists'}
     ('exists': whether `int_contract_rank_rewrite` is in the catalog): the one
     `int_contract_rank_rewrite` recorded when it was built in this invocation (`built`:
-    it holds this window's rows), else (the oldest watermark of the three rank tables, the
+    it holds this window's rows), else (the oldest watermark of the four rank tables, the
     ingest's head], from -1 on --full-refresh or when one of them does not exist yet. So
     every rank table of a build reads the window the rewrite was built for, whatever
     commits of the others landed since (the rewrite runs first). One metastore call. -#}
