@@ -23,13 +23,16 @@
   {%- set since = '(select coalesce(max(to_commit), -1) from ' ~ summary ~ ')' if info[summary.identifier]['exists'] else '-1' -%}
   {%- set window = '_commit_id > ' ~ since ~ ' and _commit_id <= ' ~ to_commit -%}
   {%- set parts = [since] -%}
-  {%- set touched = "(select count(distinct project_id) from (select project_id from " ~ ranks ~ " where " ~ window
-        ~ " union all select project_id from " ~ offsets ~ " where " ~ window ~ ") as changed)" -%}
+  {#- projects with a changed stored rank or a changed block (the offsets' log, once it exists) -#}
+  {%- set changed = [ranks] + ([offsets] if info[offsets.identifier]['exists'] else []) -%}
+  {%- set selects = [] -%}
+  {%- for rel in changed -%}{%- do selects.append("select project_id from " ~ rel ~ " where " ~ window) -%}{%- endfor -%}
+  {%- set touched = "(select count(distinct project_id) from (" ~ selects | join(' union all ') ~ ") as changed)" -%}
   {%- for rel, exprs, none_yet in [
         (ingest_log, 'coalesce(sum(events_landed), 0), coalesce(sum(applied), 0), coalesce(sum(quarantined), 0)', '0,0,0'),
         (ranks, "count_if(rowkind = '+I'), count_if(rowkind = '+U'), count_if(rowkind = '-D'), " ~ touched,
          '0,0,0,0')] -%}
-    {%- if info[rel.identifier]['exists'] and info[offsets.identifier]['exists'] -%}
+    {%- if info[rel.identifier]['exists'] -%}
       {%- do parts.append("(select concat_ws(',', " ~ exprs ~ ") from " ~ rel ~ " where " ~ window ~ ")") -%}
     {%- else -%}
       {%- do parts.append("'" ~ none_yet ~ "'") -%}

@@ -53,7 +53,7 @@
     {%- do readers.append(this.incorporate(path={'identifier': relation.identifier}, type='view')) -%}
     {%- do readers.append(lakerank_lib._side_table(relation, 'base')) -%}
   {%- endfor -%}
-  {%- set info = adapter.lakerank_tables_info([this] + published + readers, qualified=true) -%}
+  {%- set info = adapter.lakerank_tables_info([this] + published + readers, qualified=true, view_text=true) -%}
   {%- if info[this.schema ~ '.' ~ this.identifier]['exists'] -%}
     {%- set root = info[this.schema ~ '.' ~ this.identifier]['location'] -%}
   {%- else -%}

@@ -102,9 +102,10 @@ class StorageMixin(metaclass=AdapterMeta):
 
     @available
     @driver_side
-    def lakerank_tables_info(self, relations, qualified: bool = False) -> Dict[str, Dict[str, Any]]:
+    def lakerank_tables_info(self, relations, qualified: bool = False,
+                             view_text: bool = False) -> Dict[str, Dict[str, Any]]:
         """``{identifier: {'exists', 'location', 'properties', 'view_text'}}`` for ``relations``
-        (``view_text``: a view's SQL, else empty), read
+        (``view_text``: a view's SQL when asked for, one more round trip a view, else empty), read
         with one metastore call per schema (keyed ``schema.identifier`` when ``qualified``:
         two schemas holding one name). A commit reads its tables' existence, location and
         properties once, before anything changes, and asks again only for what it creates."""
@@ -144,7 +145,7 @@ class StorageMixin(metaclass=AdapterMeta):
                 fence.observe(schema, name, props)
                 out[key(schema, name)] = {
                     "exists": True, "location": str(path(table.location()).toString()) if located else "",
-                    "properties": props, "view_text": "" if located else _view_text(table)}
+                    "properties": props, "view_text": _view_text(table) if view_text and not located else ""}
         return out
 
     @available
