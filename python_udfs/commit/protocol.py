@@ -155,16 +155,26 @@ def write_intent(spark, table: Table, plan: Dict[str, Any]) -> None:
     plan["intent"] = True
     if lease.held() is not None:
         plan["writer"] = lease.WRITER  # recovery leaves a live writer's intent alone
-    path, fs = _fs(spark, _intent_path(spark, table))
+    write_json(spark, _intent_path(spark, table), plan)
+
+
+def read_intent(spark, table: Table) -> Optional[Dict[str, Any]]:
+    return read_json(spark, _intent_path(spark, table))
+
+
+def write_json(spark, location: str, value: Any) -> None:
+    """``value`` as JSON in the file ``location`` (replaced if it exists)."""
+    path, fs = _fs(spark, location)
     out = fs.create(path, True)
     try:
-        out.write(bytearray(json.dumps(plan).encode("utf-8")))
+        out.write(bytearray(json.dumps(value).encode("utf-8")))
     finally:
         out.close()
 
 
-def read_intent(spark, table: Table) -> Optional[Dict[str, Any]]:
-    path, fs = _fs(spark, _intent_path(spark, table))
+def read_json(spark, location: str) -> Any:
+    """The JSON value in the file ``location``; None when there is no such file (or it is empty)."""
+    path, fs = _fs(spark, location)
     if not fs.exists(path):
         return None
     stream = fs.open(path)

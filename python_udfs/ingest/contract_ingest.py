@@ -88,9 +88,10 @@ changed (its last effective event's order key, live flag and live image; a
 commit b* is its row of the greatest ``_commit_id < b``. A batch is one
 set-based pass:
 
-1. the events left-join the stored state of their contracts (a semi-join of
-   the state partitions ``< b`` with the batch's contract ids, then
-   ``max_by(row, _commit_id)``);
+1. the events left-join the stored state of their contracts (the state
+   partitions ``< b`` read under literal ranges of the batch's ids that can be
+   stored, semi-joined with the batch's contract ids, then
+   ``max_by(row, _commit_id)``: :mod:`python_udfs.ingest.state_lookup`);
 2. ``-U`` -> ``before_image``; an event at or before the stored key -> ``stale``;
    the others are *effective*: within a batch they are applied in key order and
    each sets the state outright (upsert: live with its image; delete: not live),
@@ -101,10 +102,15 @@ set-based pass:
 3. ``_seq`` is ``row_number`` over the commit's rows by (op_ts, file, line, n).
 
 Cost of a commit: the window work and all writes follow the batch; the state
-read is one columnar scan of the state partitions below the batch, filtered by
-the batch's contracts before any shuffle. ``COMPACT_AT_PARTITIONS`` (16)
-committed partitions below the batch are folded into the newest of them (one
-row per contract). docs/pipeline.md, "The ingest's state", has the trade-off.
+read is a columnar scan of the state partitions below the batch under literal
+ranges of the batch's stored ids, which skips the row groups (state files are
+sorted by contract_id, 10,000 rows a row group) and pages no range meets,
+filtered by the batch's contracts before any shuffle; a batch with too
+many stored ids reads every row. Each state partition's directory records its
+least and greatest contract id (``_contract_ids.json``), published with it.
+``COMPACT_AT_PARTITIONS`` (16) committed partitions below the batch are folded
+into the newest of them (one row per contract). docs/pipeline.md, "The
+ingest's state", has the trade-off.
 
 Crash safety
 ------------
@@ -149,6 +155,7 @@ from python_udfs.ingest.contract_state import (
 )
 from python_udfs.ingest.landed_lines import numbered_lines, whole_files
 from python_udfs.ingest.sorted_output import numbered_in_order, sorted_files
+from python_udfs.ingest.state_lookup import ID_RECORD, STATE_WRITE_OPTIONS, id_record
 from python_udfs.ingest.tables import (
     QUARANTINE_DDL,
     batch_counts,
@@ -285,8 +292,12 @@ class _ContractCommit:
         counts = out.agg(
             *[F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in _COUNTED],
             F.coalesce(F.sum(F.size("changes")), F.lit(0)).alias("changes"),
+            # the state delta's id span (its rows: the is_last events), recorded with it
+            F.min(F.when(F.col("is_last"), F.col("contract_id"))).alias("delta_min_id"),
+            F.max(F.when(F.col("is_last"), F.col("contract_id"))).alias("delta_max_id"),
         ).collect()[0]
-        stats.update({name: int(counts[name]) for name in counts.asDict()})
+        stats.update({name: int(counts[name]) for name in (*_COUNTED, "changes")})
+        stats.update(delta_min_id=counts["delta_min_id"], delta_max_id=counts["delta_max_id"])
         return out
 
     def publish_quarantine_and_log(self, parsed, commit_id: int, batch_us, stats: Dict[str, int]) -> None:
@@ -327,7 +338,8 @@ class _ContractCommit:
 
     def publish_state(self, out, commit_id: int, stats: Dict[str, int]) -> None:
         """The state's delta: each changed contract's last effective event (a tombstone for a
-        delete)."""
+        delete), sorted by contract_id in row groups of ``STATE_ROW_GROUP_ROWS``, with the
+        record of its id span (:mod:`python_udfs.ingest.state_lookup`)."""
         from pyspark.sql import functions as F
 
         live = F.col("op").isin("+I", "+U")
@@ -339,7 +351,9 @@ class _ContractCommit:
             )
         )
         delta = sorted_files(delta, ["contract_id"], stats["applied"] + stats["noop"])
-        publish_partition(self.spark, self.tables["state"], self.locations["state"], commit_id, delta)
+        publish_partition(self.spark, self.tables["state"], self.locations["state"], commit_id, delta,
+                          options=STATE_WRITE_OPTIONS,
+                          records={ID_RECORD: id_record(stats["delta_min_id"], stats["delta_max_id"])})
 
 
 def _check_reconciles(commit_id: int, stats: Dict[str, int]) -> None:

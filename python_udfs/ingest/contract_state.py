@@ -1,13 +1,20 @@
 """The contract ingest's per-contract state: the state table (one partition of changed
-contracts per commit, compacted) and the set-based state step that applies a batch's events
-(the module doc of :mod:`python_udfs.ingest.contract_ingest`)."""
+contracts per commit, compacted; a batch's contracts looked up under literal ranges of their
+ids, :mod:`python_udfs.ingest.state_lookup`) and the set-based state step that applies a
+batch's events (the module doc of :mod:`python_udfs.ingest.contract_ingest`)."""
 
 from __future__ import annotations
 
-from typing import List
-
+from python_udfs.ingest.state_lookup import (
+    ID_RECORD,
+    STATE_WRITE_OPTIONS,
+    id_record,
+    in_ranges,
+    lookup_ranges,
+    partition_locations,
+    span_of,
+)
 from python_udfs.ingest.tables import publish_partition, quote_name
-from python_udfs.jvm import partition_values, split_table_name
 
 __all__ = ["COMPACT_AT_PARTITIONS", "STATE_DDL", "apply_events", "compact_state", "latest_state"]
 
@@ -24,18 +31,19 @@ _STATE_COLS = ("op_ts_us", "file", "line", "live", "project_id", "sign_us", "amo
 COMPACT_AT_PARTITIONS = 16
 
 
-def _state_partitions(spark, table: str) -> List[int]:
-    return sorted(int(v) for v in partition_values(spark, *split_table_name(spark, table), "_commit_id"))
-
-
-def latest_state(spark, table: str, below: int, contracts=None):
+def latest_state(spark, table: str, below: int, contracts=None, prune: bool = True):
     """Each contract's state as of before commit ``below``: its row of the greatest
     ``_commit_id < below`` (rows of ``below`` and later — a killed attempt of this very
-    batch — are ignored). With ``contracts`` (a DataFrame of contract_id), only those."""
+    batch — are ignored). With ``contracts`` (a DataFrame of distinct contract_id), only
+    those: the rows under the literal ranges of :func:`lookup_ranges` (``prune``; row groups
+    no range meets are skipped), then semi-joined with ``contracts`` (the exact filter)."""
     from pyspark.sql import functions as F
 
     rows = spark.table(quote_name(table)).where(F.col("_commit_id") < F.lit(below))
     if contracts is not None:
+        ranges = lookup_ranges(spark, table, below, contracts) if prune else None
+        if ranges is not None:
+            rows = rows.where(in_ranges(ranges))
         rows = rows.join(contracts, "contract_id", "left_semi")
     latest = rows.groupBy("contract_id").agg(
         F.max_by(F.struct(*_STATE_COLS), F.col("_commit_id")).alias("s"))
@@ -44,19 +52,23 @@ def latest_state(spark, table: str, below: int, contracts=None):
 
 def compact_state(spark, table: str, location: str, below: int) -> None:
     """Fold the committed state partitions ``< below`` into the newest of them when
-    there are COMPACT_AT_PARTITIONS or more: write the merged latest rows into a fresh
-    directory, re-point that partition at it (one metastore call), then drop the older
-    partitions. Every step leaves a valid state: the merged partition holds each
-    contract's latest row, so the older partitions are redundant for any later read.
-    Only commits below the running batch are touched (they are committed and never replayed)."""
-    older = [c for c in _state_partitions(spark, table) if c < below]
+    there are COMPACT_AT_PARTITIONS or more: write the merged latest rows (one file sorted
+    by contract_id, in row groups of ``STATE_ROW_GROUP_ROWS``, with the folded partitions'
+    id span as its record) into a fresh directory, re-point that partition at it (one
+    metastore call), then drop the older partitions. Every step leaves a valid state: the
+    merged partition holds each contract's latest row, so the older partitions are redundant
+    for any later read. Only commits below the running batch are touched (they are committed
+    and never replayed)."""
+    older = partition_locations(spark, table, below)
     if len(older) < COMPACT_AT_PARTITIONS:
         return
-    head = older[-1]
+    head = max(older)
+    record = id_record(*(span_of(spark, older.values()) or (None, None)))
     # One sorted file, whatever the size (its row count is not known without another pass).
     merged = latest_state(spark, table, head + 1).repartition(1).sortWithinPartitions("contract_id")
-    publish_partition(spark, table, location, head, merged)
-    specs = ", ".join(f"PARTITION (_commit_id={c})" for c in older[:-1])
+    publish_partition(spark, table, location, head, merged, options=STATE_WRITE_OPTIONS,
+                      records={ID_RECORD: record})
+    specs = ", ".join(f"PARTITION (_commit_id={c})" for c in sorted(older) if c != head)
     spark.sql(f"ALTER TABLE {quote_name(table)} DROP IF EXISTS {specs}")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 from urllib.parse import unquote, urlparse
 
 from python_udfs import progress
@@ -124,14 +124,19 @@ def ensure_tables(spark, **tables) -> Dict[str, str]:
     return {name: ensure_table(spark, table, ddl) for name, (table, ddl) in tables.items()}
 
 
-def publish_partition(spark, table: str, location: str, commit_id: int, df) -> str:
+def publish_partition(spark, table: str, location: str, commit_id: int, df,
+                      options: Optional[Dict[str, str]] = None, records: Optional[Dict[str, Any]] = None) -> str:
     """Write ``df`` (without ``_commit_id``) into a fresh directory and point
     the table's partition ``_commit_id=commit_id`` at it in one metastore call; then delete
     the other directories of that commit (a killed or failed attempt's, or the one a replay
     replaced): stage, swap and finish of the commit protocol (the ingest records its commit
-    in its checkpoint and the changelog table's property)."""
+    in its checkpoint and the changelog table's property). ``options``: the parquet writer's;
+    ``records``: JSON files (name -> value, names starting with ``_`` so readers skip them)
+    written beside the rows before the swap, published with them."""
     target = protocol.stage_dir(location, "i", commit_id, uuid.uuid4().hex[:12])
-    df.write.mode("errorifexists").parquet(target)
+    df.write.options(**(options or {})).mode("errorifexists").parquet(target)
+    for name, value in (records or {}).items():
+        protocol.write_json(spark, f"{target}/{name}", value)
     if os.environ.get("LAKERANK_TEST_HOOKS") == "1":  # test hook: a full disk in this write
         inject_full_disk(target, os.environ.get("LAKERANK_INGEST_WRITE_FAULT", ""), "LAKERANK_INGEST_WRITE_FAULT")
     name = split_table_name(spark, table)

@@ -1,8 +1,9 @@
 """Unit tests of python_udfs.ingest.contract_ingest on a real local SparkSession (no mocks).
 
 Each test gets its own landing folder, checkpoint and schema, so tests are
-independent; they share one module-scoped Hive-enabled session whose
-warehouse and Derby metastore live in a temporary folder.
+independent; they share one module-scoped Hive-enabled session (``spark``,
+tests/functional/conftest.py) whose warehouse and Derby metastore live in a
+temporary folder.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import uuid
 
 import pytest
 
-from dbt.adapters.lakerank.session import JVM_FLAGS
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
@@ -28,43 +27,6 @@ from python_udfs.ingest.contract_ingest import run_contract_ingest  # noqa: E402
 from python_udfs.ingest.tables import landing_path  # noqa: E402
 
 pyspark = pytest.importorskip("pyspark")
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession
-
-    existing = SparkSession._instantiatedSession  # another suite's live session: share it
-    if existing is not None:
-        yield existing
-        return
-    base = tmp_path_factory.mktemp("contract_ingest_spark")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("test_contract_ingest_unit")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "Asia/Shanghai")
-        .config("spark.sql.warehouse.dir", str(base / "warehouse"))
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL",
-                f"jdbc:derby:;databaseName={base / 'metastore_db'};create=true")
-        .config("spark.sql.streaming.stateStore.providerClass",
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        # As the project's embedded session: Derby cannot filter bigint partitions itself.
-        .config("spark.sql.hive.metastorePartitionPruningFallbackOnException", "true")
-        .config("spark.sql.hive.metastorePartitionPruningFastFallback", "true")
-        # Only effective if this fixture starts the JVM: faster start, derby.log out of the cwd.
-        .config("spark.driver.extraJavaOptions",
-                f"{JVM_FLAGS} -Dderby.system.home={base}")
-        .enableHiveSupport()
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 class Stream:
