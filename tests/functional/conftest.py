@@ -9,12 +9,13 @@ import pytest
 def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.lakerank.session import JVM_FLAGS
+    from dbt.adapters.lakerank.session import JVM_FLAGS, stop_embedded_session
+    from python_udfs.jvm import jvm_class
 
-    existing = SparkSession._instantiatedSession  # another suite's live session: share it
-    if existing is not None:
-        yield existing
-        return
+    # Another module's live session (an in-process dbt's home, say) is stopped, never shared:
+    # its metastore is another home's, and a JVM thread that last served it (the streaming
+    # query's, the py4j callbacks') may still hold a Hive client of that metastore.
+    stop_embedded_session()
     base = tmp_path_factory.mktemp("contract_ingest_spark")
     session = (
         SparkSession.builder.master("local[2]")
@@ -38,6 +39,9 @@ def spark(tmp_path_factory):
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    # Bind this thread's metastore client to the new session's metastore, as the adapter does.
+    jvm_class(session, "org.apache.hadoop.hive.ql.metadata.Hive").closeCurrent()
+    session.catalog.databaseExists("default")
     try:
         yield session
     finally:
