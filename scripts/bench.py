@@ -49,6 +49,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_eventlog  # noqa: E402  (Spark jobs and bytes read per run)
+import bench_profile  # noqa: E402  (each batch's nodes and statements)
 import bench_shared  # noqa: E402  (--deployments shared)
 from bench_oracle import check_exact, check_exact_apart  # noqa: E402  (DuckDB over the landed files)
 from bench_streams import N_PROJECTS, BatchMaker, land_history  # noqa: E402  (the event streams)
@@ -128,7 +129,12 @@ def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -
             "statements": len(re.findall(r"SQL status: OK", log)),
             "nodes": len(nodes), "nodes_with_statements": len([n for n in nodes if n in with_statements]),
             "spark_jobs": spark["spark_jobs"], "bytes_read": spark["bytes_read"],
-            "load": os.getloadavg()[0]}
+            "load": os.getloadavg()[0], "log_dir": str(log_dir)}
+
+
+def print_profile(home: pathlib.Path, run: dict) -> None:
+    """A batch's build, node by node and its longest statements (scripts/bench_profile.py)."""
+    print(bench_profile.profile(pathlib.Path(run["log_dir"]), eventlog_dir(home), top=8), flush=True)
 
 
 def eventlog_dir(home: pathlib.Path) -> pathlib.Path:
@@ -207,6 +213,7 @@ def bench_history(n: int, args) -> dict:
         floor["samples"] = floor.get("samples", [floor["seconds"]]) + [again["seconds"]]
         row = {"batch": b, "incremental": inc, "naive": naive, "floor": again["seconds"]}
         print(f"   batch {b}: incremental {inc}, naive {naive}", flush=True)
+        print_profile(home, inc)
         batches.append(row)
     warm = bench_warm(home, maker, landing, done + args.batches, args, lines) if args.warm and not shared else None
     others = ["naive_contract_rank", "naive_cl_contract_rank"] + ([] if args.no_json else ["naive_contract_rank_json"])
@@ -264,6 +271,7 @@ def bench_warm(home: pathlib.Path, maker: BatchMaker, landing: pathlib.Path, fir
             floors.append(run_dbt(["show", "--inline", "select 1", *connect], home)["seconds"])
             rows.append({"batch": b, "incremental": inc, "naive": naive})
             print(f"   warm batch {b}: incremental {inc}, naive {naive}", flush=True)
+            print_profile(home, inc)
         empty = run_dbt(build, home)
         floor_again = run_dbt(["show", "--inline", "select 1", *connect], home)
     finally:
