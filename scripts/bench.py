@@ -134,7 +134,10 @@ def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -
 
 def print_profile(home: pathlib.Path, run: dict) -> None:
     """A batch's build, node by node and its longest statements (scripts/bench_profile.py)."""
-    print(bench_profile.profile(pathlib.Path(run["log_dir"]), eventlog_dir(home), top=8), flush=True)
+    try:
+        print(bench_profile.profile(pathlib.Path(run["log_dir"]), eventlog_dir(home), top=8), flush=True)
+    except (OSError, ValueError, SystemExit) as e:  # a profile is a reading aid: the run goes on
+        print(f"   (no profile: {e})", flush=True)
 
 
 def eventlog_dir(home: pathlib.Path) -> pathlib.Path:
