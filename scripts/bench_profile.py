@@ -23,7 +23,9 @@ from typing import Dict, List, Tuple
 
 NODE = re.compile(r"^(\d\d:\d\d:\d\d\.\d+) \[info \] \[[^]]*\]: \d+ of \d+ (START|OK|ERROR)\S* .*?"
                   r"(?:model|hook|test|seed|snapshot) ([\w.]+)")
-HOOK = re.compile(r"^(\d\d:\d\d:\d\d\.\d+) \[info \] \[MainThread\]: \d+ of \d+ (START|OK) hook: ([\w.\-]+)")
+# dbt logs a hook's START and OK once it has run: its start is its end less its "OK in" seconds.
+HOOK = re.compile(r"^(\d\d:\d\d:\d\d\.\d+) \[info \] \[MainThread\]: \d+ of \d+ OK hook: ([\w.\-]+)"
+                  r".*\[OK in ([\d.]+)s\]")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 Window = Tuple[float, float]
 
@@ -39,10 +41,14 @@ def nodes(log: pathlib.Path) -> Dict[str, Window]:
     out: Dict[str, List[float]] = {}
     for raw in log.read_text(errors="replace").splitlines():
         line = ANSI.sub("", raw)
-        m = NODE.match(line) or HOOK.match(line)
+        m = NODE.match(line)
         if m:
             clock, what, name = m.groups()
             out.setdefault(name, [0.0, 0.0])[0 if what == "START" else 1] = _epoch(day, clock)
+        m = HOOK.match(line)
+        if m:
+            clock, name, seconds = m.groups()
+            out[f"hook {name.split('.', 1)[-1]}"] = [_epoch(day, clock) - float(seconds), _epoch(day, clock)]
     return {k: (v[0], v[1]) for k, v in out.items() if v[0] and v[1]}
 
 
@@ -93,6 +99,10 @@ def _text(ev: dict) -> str:
     return " ".join(re.sub(r"^\s*/\*.*?\*/", "", text, flags=re.S).split())  # without dbt's comment
 
 
+def _short(name: str) -> str:
+    return name if name.startswith("hook ") else name.split(".")[-1]
+
+
 def _union(windows: List[Window]) -> float:
     total, end = 0.0, float("-inf")
     for a, b in sorted(windows):
@@ -115,14 +125,14 @@ def profile(log_dir: pathlib.Path, event_dir: pathlib.Path, top: int) -> str:
     for name, (a, b) in sorted(spans.items(), key=lambda kv: kv[1][0]):
         inside = [e for e in execs if a <= e["start"] <= b]
         in_sql = _union([(e["start"], min(e["end"], b)) for e in inside])
-        rows.append(f"| {name.split('.')[-1]} | {a - origin:.2f} | {b - a:.2f} | {len(inside)} | "
+        rows.append(f"| {_short(name)} | {a - origin:.2f} | {b - a:.2f} | {len(inside)} | "
                     f"{sum(e['jobs'] for e in inside)} | {in_sql:.2f} | {b - a - in_sql:.2f} |")
     before = [e for e in execs if e["start"] < origin]
     rows += ["", f"Before the first node: {len(before)} SQL executions, "
              f"{_union([(e['start'], e['end']) for e in before]):.2f} s in SQL.", "",
              "| starts at s | seconds | jobs | nodes running | statement |", "|---|---|---|---|---|"]
     for e in sorted(execs, key=lambda e: e["end"] - e["start"], reverse=True)[:top]:
-        running = [n.split(".")[-1] for n, (a, b) in spans.items() if a <= e["start"] <= b]
+        running = [_short(n) for n, (a, b) in spans.items() if a <= e["start"] <= b]
         rows.append(f"| {e['start'] - origin:.2f} | {e['end'] - e['start']:.2f} | {e['jobs']} | "
                     f"{', '.join(running) or '-'} | {e['text'][:110].replace('|', '/')} |")
     return "\n".join(rows)
