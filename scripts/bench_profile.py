@@ -52,6 +52,13 @@ def nodes(log: pathlib.Path) -> Dict[str, Window]:
     return {k: (v[0], v[1]) for k, v in out.items() if v[0] and v[1]}
 
 
+def invoked(log: pathlib.Path) -> float:
+    """When the build's dbt process logged its first line (epoch seconds)."""
+    day = dt.datetime.fromtimestamp(log.stat().st_mtime, dt.timezone.utc).date()
+    with log.open(errors="replace") as fh:
+        return _epoch(day, ANSI.sub("", fh.readline()).split(" ", 1)[0])
+
+
 def executions(event_dir: pathlib.Path, lo: float, hi: float) -> List[dict]:
     """The SQL executions that started in [lo, hi]: start, end, text, jobs."""
     found: Dict[Tuple[str, int], dict] = {}
@@ -116,7 +123,7 @@ def profile(log_dir: pathlib.Path, event_dir: pathlib.Path, top: int) -> str:
     spans = nodes(log_dir / "dbt.log")
     if not spans:
         raise SystemExit(f"no node in {log_dir / 'dbt.log'}")
-    lo = min(a for a, _ in spans.values()) - 30
+    lo = invoked(log_dir / "dbt.log")
     hi = max(b for _, b in spans.values())
     execs = executions(event_dir, lo, hi)
     origin = min(a for a, _ in spans.values())
@@ -128,8 +135,8 @@ def profile(log_dir: pathlib.Path, event_dir: pathlib.Path, top: int) -> str:
         rows.append(f"| {_short(name)} | {a - origin:.2f} | {b - a:.2f} | {len(inside)} | "
                     f"{sum(e['jobs'] for e in inside)} | {in_sql:.2f} | {b - a - in_sql:.2f} |")
     before = [e for e in execs if e["start"] < origin]
-    rows += ["", f"Before the first node: {len(before)} SQL executions, "
-             f"{_union([(e['start'], e['end']) for e in before]):.2f} s in SQL.", "",
+    rows += ["", f"Before the first node ({origin - lo:.2f} s after dbt's first log line): "
+             f"{len(before)} SQL executions, {_union([(e['start'], e['end']) for e in before]):.2f} s in SQL.", "",
              "| starts at s | seconds | jobs | nodes running | statement |", "|---|---|---|---|---|"]
     for e in sorted(execs, key=lambda e: e["end"] - e["start"], reverse=True)[:top]:
         running = [_short(n) for n, (a, b) in spans.items() if a <= e["start"] <= b]
