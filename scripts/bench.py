@@ -132,14 +132,6 @@ def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -
             "load": os.getloadavg()[0], "log_dir": str(log_dir)}
 
 
-def print_profile(home: pathlib.Path, run: dict) -> None:
-    """A batch's build, node by node and its longest statements (scripts/bench_profile.py)."""
-    try:
-        print(bench_profile.profile(pathlib.Path(run["log_dir"]), eventlog_dir(home), top=8), flush=True)
-    except (OSError, ValueError, SystemExit) as e:  # a profile is a reading aid: the run goes on
-        print(f"   (no profile: {e})", flush=True)
-
-
 def eventlog_dir(home: pathlib.Path) -> pathlib.Path:
     """Spark's event logs of a home's runs: beside it, so bytes_written stays the home's."""
     return home.parent / f"eventlog_{home.name}"
@@ -216,7 +208,7 @@ def bench_history(n: int, args) -> dict:
         floor["samples"] = floor.get("samples", [floor["seconds"]]) + [again["seconds"]]
         row = {"batch": b, "incremental": inc, "naive": naive, "floor": again["seconds"]}
         print(f"   batch {b}: incremental {inc}, naive {naive}", flush=True)
-        print_profile(home, inc)
+        bench_profile.print_batch(pathlib.Path(inc["log_dir"]), eventlog_dir(home))
         batches.append(row)
     warm = bench_warm(home, maker, landing, done + args.batches, args, lines) if args.warm and not shared else None
     others = ["naive_contract_rank", "naive_cl_contract_rank"] + ([] if args.no_json else ["naive_contract_rank_json"])
@@ -274,7 +266,7 @@ def bench_warm(home: pathlib.Path, maker: BatchMaker, landing: pathlib.Path, fir
             floors.append(run_dbt(["show", "--inline", "select 1", *connect], home)["seconds"])
             rows.append({"batch": b, "incremental": inc, "naive": naive})
             print(f"   warm batch {b}: incremental {inc}, naive {naive}", flush=True)
-            print_profile(home, inc)
+            bench_profile.print_batch(pathlib.Path(inc["log_dir"]), eventlog_dir(home))
         empty = run_dbt(build, home)
         floor_again = run_dbt(["show", "--inline", "select 1", *connect], home)
     finally:

@@ -145,6 +145,15 @@ def profile(log_dir: pathlib.Path, event_dir: pathlib.Path, top: int) -> str:
     return "\n".join(rows)
 
 
+def print_batch(log_dir: pathlib.Path, event_dir: pathlib.Path, top: int = 8) -> None:
+    """:func:`profile` of a batch's build, printed (scripts/bench.py); one that cannot be read
+    is noted and the run goes on: a profile is a reading aid."""
+    try:
+        print(profile(log_dir, event_dir, top), flush=True)
+    except (OSError, ValueError, SystemExit) as e:
+        print(f"   (no profile: {e})", flush=True)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("build_log_dir", type=pathlib.Path, help="<home>/logs/<time>-build")
