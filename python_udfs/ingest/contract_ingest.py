@@ -284,10 +284,11 @@ class _ContractCommit:
         the outcomes' counts go into ``stats``."""
         from pyspark.sql import functions as F
 
-        compact_state(self.spark, self.tables["state"], self.locations["state"], commit_id)
+        listed = compact_state(self.spark, self.tables["state"], self.locations["state"], commit_id)
         events = parsed.where(F.col("kind") == "E").select(
             "contract_id", "op", "op_ts_us", "file", "line", "src", "pos", "project_id", "sign_us", "amount")
-        state = latest_state(self.spark, self.tables["state"], commit_id, events.select("contract_id").distinct())
+        state = latest_state(self.spark, self.tables["state"], commit_id, events.select("contract_id").distinct(),
+                             locations=listed)
         out = kept(apply_events(events, state))
         counts = out.agg(
             *[F.count(F.when(F.col("outcome") == o, 1)).alias(o) for o in _COUNTED],

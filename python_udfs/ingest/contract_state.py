@@ -5,18 +5,21 @@ batch's events (the module doc of :mod:`python_udfs.ingest.contract_ingest`)."""
 
 from __future__ import annotations
 
+from typing import Dict
+
 from python_udfs.ingest.state_lookup import (
     ID_RECORD,
     STATE_WRITE_OPTIONS,
     id_record,
     in_ranges,
     lookup_ranges,
+    partition_bytes,
     partition_locations,
     span_of,
 )
 from python_udfs.ingest.tables import publish_partition, quote_name
 
-__all__ = ["COMPACT_AT_PARTITIONS", "STATE_DDL", "apply_events", "compact_state", "latest_state"]
+__all__ = ["COMPACT_AT_PARTITIONS", "FOLD_BASE_AT", "STATE_DDL", "apply_events", "compact_state", "latest_state"]
 
 # State rows: one per contract and commit that changed it (the order key of its last
 # effective event and its log position, live flag, live image); partition ``_commit_id`` = the
@@ -27,49 +30,74 @@ STATE_DDL = (
     "project_id BIGINT, sign_us BIGINT, amount DECIMAL(18,2), src STRING, pos STRING, _commit_id BIGINT"
 )
 _STATE_COLS = ("op_ts_us", "file", "line", "live", "project_id", "sign_us", "amount", "src", "pos")
-# Fold the state's delta partitions into one when this many lie below the batch.
+# Fold the state's delta partitions into one when this many lie below the batch; the base
+# (the oldest partition) with them once the deltas hold this share of its bytes. Folding the
+# base rewrites every contract in one sorted file (at 1e7, ~22 s of one core); the deltas
+# alone, a batch's contracts at a time, fold in a fraction of it.
 COMPACT_AT_PARTITIONS = 16
+FOLD_BASE_AT = 0.25
 
 
-def latest_state(spark, table: str, below: int, contracts=None, prune: bool = True):
+def latest_state(spark, table: str, below: int, contracts=None, prune: bool = True, locations=None):
     """Each contract's state as of before commit ``below``: its row of the greatest
     ``_commit_id < below`` (rows of ``below`` and later — a killed attempt of this very
     batch — are ignored). With ``contracts`` (a DataFrame of distinct contract_id), only
     those: the rows under the literal ranges of :func:`lookup_ranges` (``prune``; row groups
-    no range meets are skipped), then semi-joined with ``contracts`` (the exact filter)."""
+    no range meets are skipped; ``locations``: the partitions' listing when the caller has
+    it), then semi-joined with ``contracts`` (the exact filter)."""
     from pyspark.sql import functions as F
 
     rows = spark.table(quote_name(table)).where(F.col("_commit_id") < F.lit(below))
     if contracts is not None:
-        ranges = lookup_ranges(spark, table, below, contracts) if prune else None
+        ranges = lookup_ranges(spark, table, below, contracts, locations) if prune else None
         if ranges is not None:
             rows = rows.where(in_ranges(ranges))
         rows = rows.join(contracts, "contract_id", "left_semi")
+    return _latest(rows)
+
+
+def _latest(rows):
+    """Each contract's row of the greatest ``_commit_id`` among ``rows`` (state rows)."""
+    from pyspark.sql import functions as F
+
     latest = rows.groupBy("contract_id").agg(
         F.max_by(F.struct(*_STATE_COLS), F.col("_commit_id")).alias("s"))
     return latest.select("contract_id", *[F.col(f"s.{c}").alias(c) for c in _STATE_COLS])
 
 
-def compact_state(spark, table: str, location: str, below: int) -> None:
-    """Fold the committed state partitions ``< below`` into the newest of them when
-    there are COMPACT_AT_PARTITIONS or more: write the merged latest rows (one file sorted
-    by contract_id, in row groups of ``STATE_ROW_GROUP_ROWS``, with the folded partitions'
-    id span as its record) into a fresh directory, re-point that partition at it (one
-    metastore call), then drop the older partitions. Every step leaves a valid state: the
-    merged partition holds each contract's latest row, so the older partitions are redundant
-    for any later read. Only commits below the running batch are touched (they are committed
-    and never replayed)."""
+def compact_state(spark, table: str, location: str, below: int) -> Dict[int, str]:
+    """Fold the committed state partitions ``< below`` when there are COMPACT_AT_PARTITIONS
+    or more: the deltas (every partition but the oldest, the state's base) into the newest of
+    them, or, once the deltas' bytes reach ``FOLD_BASE_AT`` of the base's, all of them. The
+    folded partitions' latest rows (one file sorted by contract_id, in row groups of
+    ``STATE_ROW_GROUP_ROWS``, with their id span as its record) are written into a fresh
+    directory, that partition is re-pointed at it (one metastore call), then the other folded
+    partitions are dropped. Every step leaves a valid state: the merged partition holds each
+    folded contract's latest row and is newer than every partition it leaves out, so the
+    dropped ones are redundant for any later read. Only commits below the running batch are
+    touched (they are committed and never replayed). Returns the partitions ``< below`` as
+    they stand after it (their listing, for :func:`latest_state`: one metastore listing a
+    batch that does not compact)."""
+    from pyspark.sql import functions as F
+
     older = partition_locations(spark, table, below)
     if len(older) < COMPACT_AT_PARTITIONS:
-        return
-    head = max(older)
-    record = id_record(*(span_of(spark, older.values()) or (None, None)))
+        return older
+    base = min(older)
+    deltas = {c: loc for c, loc in older.items() if c != base}
+    whole = sum(partition_bytes(spark, loc) for loc in deltas.values()) >= FOLD_BASE_AT * partition_bytes(
+        spark, older[base])
+    fold = older if whole else deltas
+    head = max(fold)
+    record = id_record(*(span_of(spark, fold.values()) or (None, None)))
     # One sorted file, whatever the size (its row count is not known without another pass).
-    merged = latest_state(spark, table, head + 1).repartition(1).sortWithinPartitions("contract_id")
+    rows = spark.table(quote_name(table)).where(F.col("_commit_id").isin(sorted(fold)))
+    merged = _latest(rows).repartition(1).sortWithinPartitions("contract_id")
     publish_partition(spark, table, location, head, merged, options=STATE_WRITE_OPTIONS,
                       records={ID_RECORD: record})
-    specs = ", ".join(f"PARTITION (_commit_id={c})" for c in sorted(older) if c != head)
+    specs = ", ".join(f"PARTITION (_commit_id={c})" for c in sorted(fold) if c != head)
     spark.sql(f"ALTER TABLE {quote_name(table)} DROP IF EXISTS {specs}")
+    return partition_locations(spark, table, below)
 
 
 def apply_events(events, state):

@@ -32,10 +32,10 @@ from functools import reduce
 from typing import Dict, List, Optional, Tuple
 
 from python_udfs.commit.protocol import partitions, read_json, write_json
-from python_udfs.jvm import split_table_name
+from python_udfs.jvm import jvm_class, split_table_name
 
 __all__ = ["ID_RECORD", "MAX_RANGES", "MIN_LOOKUP_SPAN", "STATE_ROW_GROUP_ROWS", "STATE_WRITE_OPTIONS", "id_record",
-           "in_ranges", "lookup_ranges", "partition_locations", "span_of"]
+           "in_ranges", "lookup_ranges", "partition_bytes", "partition_locations", "span_of"]
 
 ID_RECORD = "_contract_ids.json"  # a leading '_': Spark's readers skip it
 # State files are written sorted by contract_id in row groups of STATE_ROW_GROUP_ROWS rows:
@@ -85,6 +85,12 @@ def partition_locations(spark, table: str, below: int) -> Dict[int, str]:
             if int(spec.split("=", 1)[1]) < below}
 
 
+def partition_bytes(spark, location: str) -> int:
+    """The bytes of the files under a partition's ``location``."""
+    path = jvm_class(spark, "org.apache.hadoop.fs.Path")(location)
+    return int(path.getFileSystem(spark._jsc.hadoopConfiguration()).getContentSummary(path).getLength())
+
+
 def span_of(spark, locations) -> Optional[Span]:
     """The least and greatest contract id of the partitions at ``locations`` (None: no rows),
     from their records (one small read each)."""
@@ -104,16 +110,20 @@ def _cut(ids: List[int], n: int) -> List[Span]:
     return [(ids[a], ids[b]) for a, b in zip(starts, ends)]
 
 
-def lookup_ranges(spark, table: str, below: int, contracts) -> Optional[List[Span]]:
+def lookup_ranges(spark, table: str, below: int, contracts,
+                  locations: Optional[Dict[int, str]] = None) -> Optional[List[Span]]:
     """The ranges of contract ids the state partitions ``< below`` are read under for the
     ids of ``contracts`` (a DataFrame of distinct contract_id): [] when none of them can be
     stored, None when pruning cannot pay (read every row): a stored id span under
     ``MIN_LOOKUP_SPAN``, more than ``MAX_LOOKUP_IDS`` ids to look up, or ranges covering
     more than ``MAX_COVERED`` of the span. One Spark job (the ids' collect) when the span is
-    that wide."""
+    that wide. ``locations``: :func:`partition_locations` of ``table`` and ``below`` when
+    the caller has listed them already."""
     from pyspark.sql import functions as F
 
-    span = span_of(spark, partition_locations(spark, table, below).values())
+    if locations is None:
+        locations = partition_locations(spark, table, below)
+    span = span_of(spark, locations.values())
     if span is None:
         return []
     low, high = span

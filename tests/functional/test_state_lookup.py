@@ -137,6 +137,24 @@ def test_literal_lookup_equals_the_semi_join(spark, tmp_path, small_groups):
     assert state_lookup.read_json(spark, f"{delta}/{ID_RECORD}") == id_record(20, 401)
 
 
+def test_compaction_folds_the_deltas_and_leaves_the_base(spark, tmp_path, monkeypatch, small_groups):
+    """With deltas under FOLD_BASE_AT of the base's bytes, compaction folds the deltas alone:
+    the base (commit 0) stays as written; commit 3 folds 1..2 into 2, commit 4 (three
+    partitions again) folds 2..3 into 3; every commit's view reads as the semi-join does."""
+    monkeypatch.setattr(contract_state, "FOLD_BASE_AT", 100.0)
+    stream = Stream(spark, tmp_path)
+    land_batches(stream)
+    table = stream.changelog + "_state"
+    assert sorted(partition_locations(spark, table, 10)) == [0, 3, 4]
+    assert state_lookup.read_json(spark, f"{partition_locations(spark, table, 10)[3]}/{ID_RECORD}") == id_record(
+        20, 401)  # commit 1's 50 and 210..400, commit 2's 60 and 390, commit 3's 20 and 401
+    for below in (1, 2, 3, 4, 5):
+        for ids in ([5, 10, 50, 60, 200, 210, 390, 401, 402], list(range(1, 500, 7))):
+            assert_same_rows(spark, table, below, ids)
+    live = {r[0]: (r[4], r[5]) for r in assert_same_rows(spark, table, 5, [10, 50, 60, 390])}
+    assert live[60] == (False, None) and live[50][1] == 3 and live[390][1] == 4 and live[10][1] == 1
+
+
 def test_the_literals_skip_row_groups(spark, tmp_path, small_groups):
     """The merged state of 41 contracts in row groups of 4: a lookup of three ids reads the
     row groups they fall in, the semi-join alone every row."""
@@ -150,12 +168,15 @@ def test_the_literals_skip_row_groups(spark, tmp_path, small_groups):
     assert pruned <= 2 * ROWS_PER_GROUP, (pruned, whole)
 
 
-def test_the_ingest_with_the_lookup_on_matches_the_per_contract_fold(spark, tmp_path, monkeypatch, small_groups):
+@pytest.mark.parametrize("fold_base_at", [contract_state.FOLD_BASE_AT, 100.0], ids=["as_set", "deltas_only"])
+def test_the_ingest_with_the_lookup_on_matches_the_per_contract_fold(spark, tmp_path, monkeypatch, small_groups,
+                                                                     fold_base_at):
     """test_contract_ingest's oracle check (random batches against a plain-Python fold), with
     the literal lookup on every commit's read (whatever share of the 6 contracts it lists)
-    and compaction at 3 partitions."""
+    and compaction at 3 partitions, of every partition or of the deltas alone."""
     import test_contract_ingest
 
+    monkeypatch.setattr(contract_state, "FOLD_BASE_AT", fold_base_at)
     monkeypatch.setattr(state_lookup, "MAX_COVERED", 1.0)
     looked_up = []
     lookup = contract_state.lookup_ranges
