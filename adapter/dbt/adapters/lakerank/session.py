@@ -26,12 +26,11 @@ from python_udfs.jvm import jvm_class
 # code fills in a long build ("Out of space in CodeCache"): reserve more. Metaspace starts at
 # 256 MB: Spark's classes outgrow the default 21 MB trigger in stages, a full GC at each, in
 # every process start.
-# LAKERANK_JVM_FLAGS replaces them (e.g. C2 for a long-lived process with cores to spare; the
-# tests keep C1: their two JVMs share two cores, docs/benchmarks.md).
-JVM_FLAGS = os.environ.get(
-    "LAKERANK_JVM_FLAGS",
-    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m -XX:MetaspaceSize=256m -XX:+UseSerialGC -Xss4m",
-)
+# Spark's generated methods over 8,000 bytes (a long predicate) are compiled, not interpreted
+# (docs/benchmarks.md, "Compiled code"). LAKERANK_JVM_FLAGS replaces them all (e.g. C2 for a
+# long-lived process with cores to spare; the tests keep C1: their two JVMs share two cores).
+JVM_FLAGS = os.environ.get("LAKERANK_JVM_FLAGS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=384m "
+                           "-XX:MetaspaceSize=256m -XX:+UseSerialGC -Xss4m -XX:-DontCompileHugeMethods")
 
 
 def archive_path() -> Optional[str]:
