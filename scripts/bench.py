@@ -14,7 +14,9 @@ side in the same home:
   contract from it — the **columnar re-rank**, THE ratio's denominator;
 - the same plus the changelog the re-rank implies (a diff against the previous run's ranks);
 - the JSON re-parse (labelled): every landed line parsed and ranked on every run;
-- the start-up floor: `dbt show --inline "select 1"`.
+- the start-up floor: `dbt show --inline "select 1"`, for lakerank's JVM and for the
+  yardstick's (`--yardstick-jvm-flags`: by default the JVM's own defaults, what a user's
+  PySpark starts; lakerank's processes run with the adapter's LAKERANK_JVM_FLAGS).
 
 For each: wall time, dbt nodes run (and of them those that ran a statement), Spark
 statements (dbt's log), Spark jobs and bytes read (Spark's event log over the run's time
@@ -52,6 +54,7 @@ import bench_eventlog  # noqa: E402  (Spark jobs and bytes read per run)
 import bench_profile  # noqa: E402  (each batch's nodes and statements)
 import bench_shared  # noqa: E402  (--deployments shared)
 from bench_oracle import check_exact, check_exact_apart  # noqa: E402  (DuckDB over the landed files)
+from bench_report import summary  # noqa: E402  (the markdown tables)
 from bench_streams import N_PROJECTS, BatchMaker, land_history  # noqa: E402  (the event streams)
 
 NAIVE = ROOT / "benchmarks" / "naive"
@@ -65,6 +68,7 @@ NAIVE_LINES = [
 ]
 RANK_VARS: list[str] = []  # `--vars` of every dbt run: the rank function, when not the default
 DEPLOYMENT_ENV: dict = {}  # the shared deployment's environment while a size runs there (--deployments)
+YARDSTICK_JVM: dict = {}  # LAKERANK_JVM_FLAGS of the yardstick's processes (--yardstick-jvm-flags)
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,14 +90,14 @@ def _tree_rss_kib(pid: int) -> int:
     return total
 
 
-def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT) -> dict:
+def run_dbt(args: list[str], home: pathlib.Path, project: pathlib.Path = ROOT, jvm: dict | None = None) -> dict:
     """One `dbt` process; wall seconds, peak RSS (MiB) of its process tree, statements, dbt
     nodes run (and of them those that issued a statement), and from Spark's event log the jobs
     and bytes read in its time window."""
     # dbt's log of every run stays beside the home for profiling (<work>/logs/<time>-<command>).
     log_dir = home.parent / "logs" / f"{time.strftime('%H%M%S')}-{args[0]}"
     log_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **DEPLOYMENT_ENV, "LAKERANK_HOME": str(home),
+    env = {**os.environ, **DEPLOYMENT_ENV, **(jvm or {}), "LAKERANK_HOME": str(home),
            "LAKERANK_SPARK_CONF": bench_eventlog.conf(eventlog_dir(home))}
     cmd = [sys.executable, "-m", "dbt.cli.main", *args, *RANK_VARS, "--project-dir", str(project),
            "--profiles-dir", str(PROFILES), "--log-path", str(log_dir)]
@@ -140,7 +144,13 @@ def eventlog_dir(home: pathlib.Path) -> pathlib.Path:
 def run_naive(home: pathlib.Path, key: str, extra: list[str]) -> dict:
     """One line of the yardstick: `dbt run` of its selection of benchmarks/naive/."""
     select = next(sel for k, _, sel in NAIVE_LINES if k == key)
-    return run_dbt(["run", "--select", *select, *extra], home, project=NAIVE)
+    return run_dbt(["run", "--select", *select, *extra], home, project=NAIVE, jvm=YARDSTICK_JVM)
+
+
+def floors(home: pathlib.Path, extra: list[str]) -> dict:
+    """The start-up floor, `dbt show --inline 'select 1'`: lakerank's, then the yardstick's JVM."""
+    return {"seconds": run_dbt(["show", "--inline", "select 1", *extra], home)["seconds"],
+            "yardstick": run_dbt(["show", "--inline", "select 1", *extra], home, jvm=YARDSTICK_JVM)["seconds"]}
 
 
 def bytes_written_since(root: pathlib.Path, since: float) -> int:
@@ -191,9 +201,9 @@ def bench_history(n: int, args) -> dict:
         # The yardstick's first runs: the user's tables as they stand when the batches begin.
         naive_load = {k: run_naive(home, k, ["--quiet"]) for k in lines if k != "json"}
     print(f"   history load: {load}\n   yardstick's first runs: {naive_load}", flush=True)
-    floor = run_dbt(["show", "--inline", "select 1", "--quiet"], home)
+    floor = floors(home, ["--quiet"])
     empty = run_dbt(build, home)
-    print(f"   floor {floor['seconds']}s, build with nothing landed {empty['seconds']}s", flush=True)
+    print(f"   floors {floor}, build with nothing landed {empty['seconds']}s", flush=True)
     batches = []
     for b in range(done, done + args.batches):
         land_batch(landing, b, maker.batch(args.batch_events))
@@ -204,9 +214,10 @@ def bench_history(n: int, args) -> dict:
         naive = {k: run_naive(home, k, ["--quiet"]) for k in lines}
         # The floor again, next to this batch: one floor sample taken while the box was busy
         # would skew every ratio, so the ratios use the smallest floor of the run.
-        again = run_dbt(["show", "--inline", "select 1", "--quiet"], home)
-        floor["samples"] = floor.get("samples", [floor["seconds"]]) + [again["seconds"]]
-        row = {"batch": b, "incremental": inc, "naive": naive, "floor": again["seconds"]}
+        again = floors(home, ["--quiet"])
+        for k, key in (("samples", "seconds"), ("yardstick_samples", "yardstick")):
+            floor[k] = floor.get(k, [floor[key]]) + [again[key]]
+        row = {"batch": b, "incremental": inc, "naive": naive, "floor": again}
         print(f"   batch {b}: incremental {inc}, naive {naive}", flush=True)
         bench_profile.print_batch(pathlib.Path(inc["log_dir"]), eventlog_dir(home))
         batches.append(row)
@@ -279,78 +290,6 @@ def bench_warm(home: pathlib.Path, maker: BatchMaker, landing: pathlib.Path, fir
     return warm
 
 
-def _history(r: dict) -> str:
-    return f"{r['history']:,}" + (" (shared)" if r.get("deployment") == "shared" else "")
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f}"
-
-
-def _above(seconds: float, floor: float) -> float:
-    return round(seconds - floor, 2)
-
-
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}" if b > 1 else "n/a (within 1 s of the floor)"
-
-
-def _tables(rows: list[tuple[str, int, float, dict, dict, bool]], lines: list[str]) -> list[str]:
-    """Seconds above the floor and ratios, then the counts, one line per batch."""
-    labels = {k: label for k, label, _ in NAIVE_LINES}
-    out = ["| history | batch | floor s | lakerank s | " + " | ".join(f"{labels[k]} s" for k in lines)
-           + " | **lakerank / columnar** | " + " | ".join(f"lakerank / {labels[k]}" for k in lines if k != "columnar")
-           + " | load | exact |",
-           "|---" * (6 + 2 * len(lines)) + "|"]
-    for hist, b, f, inc, naive, exact in rows:
-        li = _above(inc["seconds"], f)
-        nv = {k: _above(naive[k]["seconds"], f) for k in lines}
-        out.append(f"| {hist} | {b} | {f} | {li} | " + " | ".join(str(nv[k]) for k in lines)
-                   + f" | **{_ratio(li, nv['columnar'])}** | "
-                   + " | ".join(_ratio(li, nv[k]) for k in lines if k != "columnar")
-                   + f" | {inc.get('load', 0):.2f} | {exact} |")
-    out += ["", "| history | batch | run | nodes run (with statements) | statements | Spark jobs | MB read |",
-            "|---|---|---|---|---|---|---|"]
-    for hist, b, _, inc, naive, _ in rows:
-        for label, r in [("lakerank", inc)] + [(labels[k], naive[k]) for k in lines]:
-            out.append(f"| {hist} | {b} | {label} | {r['nodes']} ({r['nodes_with_statements']}) | {r['statements']}"
-                       f" | {r['spark_jobs']} | {r['bytes_read'] / 1e6:.1f} |")
-    return out
-
-
-def summary(results: list[dict], batch_events: int) -> str:
-    lines = [k for k, _, _ in NAIVE_LINES if all(k in b["naive"] for r in results for b in r["batches"])]
-    out = ["| history | load s | load peak RSS MiB | yardstick's first runs s | floor s | empty build s"
-           " | MB written a batch | exact vs DuckDB |",
-           "|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        first = r.get("naive_load") or {}
-        out.append(f"| {_history(r)} | {r['load']['seconds']} | {r['load']['peak_rss_mib']}"
-                   f" | {' / '.join(str(v['seconds']) for v in first.values()) or '-'}"
-                   f" | {min(r['floor'].get('samples', [r['floor']['seconds']]))} | {r['empty_build']['seconds']}"
-                   f" | {' / '.join(_mb(b['incremental']['bytes_written']) for b in r['batches'])}"
-                   f" | {r['exact']['exact']} |")
-    out += [f"\nCold: batches of {batch_events:,} events, every `dbt` a fresh process; seconds above the"
-            " floor (the run's smallest `dbt show --inline 'select 1'`).\n"]
-    rows = []
-    for r in results:
-        f = min(r["floor"].get("samples", [r["floor"]["seconds"]]))
-        rows += [(_history(r), b["batch"], f, b["incremental"], b["naive"], r["exact"]["exact"]) for b in r["batches"]]
-    out += _tables(rows, lines)
-    warm = [r for r in results if r.get("warm")]
-    if warm:
-        out += ["\nWarm: the same homes behind `lakerank serve`, every `dbt ... --target connect` (lakerank and"
-                " the yardstick through the same server); seconds above the warm floor.\n",
-                "| history | server start s | floor s | empty build s |", "|---|---|---|---|"]
-        out += [f"| {_history(r)} | {r['warm']['server_start']} | {r['warm']['floor']}"
-                f" | {r['warm']['empty_build']['seconds']} |" for r in warm]
-        out.append("")
-        rows = [(_history(r), b["batch"], r["warm"]["floor"], b["incremental"], b["naive"], r["exact"]["exact"])
-                for r in warm for b in r["warm"]["batches"]]
-        out += _tables(rows, lines)
-    return "\n".join(out)
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--history", nargs="+", default=["1e6", "1e7", "3e7"], help="history sizes (contracts)")
@@ -365,12 +304,14 @@ def main() -> int:
     p.add_argument("--reuse", action="store_true", help="reuse a kept home of --work (skip the history load)")
     p.add_argument("--rank-function", default="dense_rank", choices=["dense_rank", "rank", "row_number"])
     p.add_argument("--no-json", action="store_true", help="leave out the JSON re-parse line")
+    p.add_argument("--yardstick-jvm-flags", default="", help="the yardstick's JVM flags (default: the JVM's own)")
     p.add_argument("--deployments", nargs="+", default=["embedded"], choices=["embedded", "shared"],
                    help="each size on these, one after the other (shared: services started for it, cold only)")
     args = p.parse_args()
     if args.quick:
         args.history, args.batches, args.batch_events = ["1e5"], 2, 2_000
     args.work = args.work or tempfile.mkdtemp(prefix="lakerank-bench-")
+    YARDSTICK_JVM["LAKERANK_JVM_FLAGS"] = args.yardstick_jvm_flags
     if args.rank_function != "dense_rank":
         RANK_VARS.extend(["--vars", json.dumps({"rank_function": args.rank_function})])
     results = []
@@ -386,7 +327,7 @@ def main() -> int:
                 finally:
                     DEPLOYMENT_ENV.clear()
     pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
-    print(summary(results, args.batch_events))
+    print(summary(results, args.batch_events, {k: label for k, label, _ in NAIVE_LINES}))
     if not all(r["exact"]["exact"] for r in results):
         print("bench: a rank table differs from DuckDB", file=sys.stderr)
         return 1
