@@ -147,7 +147,7 @@ def run_naive(home: pathlib.Path, key: str, extra: list[str]) -> dict:
     return run_dbt(["run", "--select", *select, *extra], home, project=NAIVE, jvm=YARDSTICK_JVM)
 
 
-def floors(home: pathlib.Path, extra: list[str]) -> dict:
+def cold_floors(home: pathlib.Path, extra: list[str]) -> dict:
     """The start-up floor, `dbt show --inline 'select 1'`: lakerank's, then the yardstick's JVM."""
     return {"seconds": run_dbt(["show", "--inline", "select 1", *extra], home)["seconds"],
             "yardstick": run_dbt(["show", "--inline", "select 1", *extra], home, jvm=YARDSTICK_JVM)["seconds"]}
@@ -201,7 +201,7 @@ def bench_history(n: int, args) -> dict:
         # The yardstick's first runs: the user's tables as they stand when the batches begin.
         naive_load = {k: run_naive(home, k, ["--quiet"]) for k in lines if k != "json"}
     print(f"   history load: {load}\n   yardstick's first runs: {naive_load}", flush=True)
-    floor = floors(home, ["--quiet"])
+    floor = cold_floors(home, ["--quiet"])
     empty = run_dbt(build, home)
     print(f"   floors {floor}, build with nothing landed {empty['seconds']}s", flush=True)
     batches = []
@@ -214,7 +214,7 @@ def bench_history(n: int, args) -> dict:
         naive = {k: run_naive(home, k, ["--quiet"]) for k in lines}
         # The floor again, next to this batch: one floor sample taken while the box was busy
         # would skew every ratio, so the ratios use the smallest floor of the run.
-        again = floors(home, ["--quiet"])
+        again = cold_floors(home, ["--quiet"])
         for k, key in (("samples", "seconds"), ("yardstick_samples", "yardstick")):
             floor[k] = floor.get(k, [floor[key]]) + [again[key]]
         row = {"batch": b, "incremental": inc, "naive": naive, "floor": again}
