@@ -76,8 +76,7 @@ def compact_state(spark, table: str, location: str, below: int) -> Dict[int, str
     folded contract's latest row and is newer than every partition it leaves out, so the
     dropped ones are redundant for any later read. Only commits below the running batch are
     touched (they are committed and never replayed). Returns the partitions ``< below`` as
-    they stand after it (their listing, for :func:`latest_state`: one metastore listing a
-    batch that does not compact)."""
+    they stand after it (for :func:`latest_state`: the one metastore listing of a batch)."""
     from pyspark.sql import functions as F
 
     older = partition_locations(spark, table, below)
@@ -93,11 +92,11 @@ def compact_state(spark, table: str, location: str, below: int) -> Dict[int, str
     # One sorted file, whatever the size (its row count is not known without another pass).
     rows = spark.table(quote_name(table)).where(F.col("_commit_id").isin(sorted(fold)))
     merged = _latest(rows).repartition(1).sortWithinPartitions("contract_id")
-    publish_partition(spark, table, location, head, merged, options=STATE_WRITE_OPTIONS,
-                      records={ID_RECORD: record})
+    merged_at = publish_partition(spark, table, location, head, merged, options=STATE_WRITE_OPTIONS,
+                                  records={ID_RECORD: record})
     specs = ", ".join(f"PARTITION (_commit_id={c})" for c in sorted(fold) if c != head)
     spark.sql(f"ALTER TABLE {quote_name(table)} DROP IF EXISTS {specs}")
-    return partition_locations(spark, table, below)
+    return {**{c: loc for c, loc in older.items() if c not in fold}, head: merged_at}
 
 
 def apply_events(events, state):

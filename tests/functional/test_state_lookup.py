@@ -153,6 +153,13 @@ def test_compaction_folds_the_deltas_and_leaves_the_base(spark, tmp_path, monkey
             assert_same_rows(spark, table, below, ids)
     live = {r[0]: (r[4], r[5]) for r in assert_same_rows(spark, table, 5, [10, 50, 60, 390])}
     assert live[60] == (False, None) and live[50][1] == 3 and live[390][1] == 4 and live[10][1] == 1
+    # what compaction returns is the listing it leaves: commit 5's fold of 3..4 into 4
+    root = partition_locations(spark, table, 10)[0].rsplit("/_v/", 1)[0]
+    left = contract_state.compact_state(spark, table, root, 5)
+    listed = partition_locations(spark, table, 5)
+    assert sorted(left) == sorted(listed) == [0, 4]
+    assert state_lookup.span_of(spark, left.values()) == state_lookup.span_of(spark, listed.values()) == (10, 401)
+    assert_same_rows(spark, table, 5, [10, 20, 30, 50, 60, 390, 401])
 
 
 def test_the_literals_skip_row_groups(spark, tmp_path, small_groups):
