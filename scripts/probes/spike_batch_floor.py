@@ -61,6 +61,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_eventlog  # noqa: E402
 import bench_streams  # noqa: E402  (the bench's batch generator and constants)
+from spike_driver import check_driver, driver_results  # noqa: E402
 from spike_sql import (  # noqa: E402
     changelog_sql,
     ingest_sql,
@@ -155,8 +156,7 @@ def build_state(state: pathlib.Path, n: int, projects: int) -> None:
               from events group by all)
         order by project_id, block""")
     build_blocks_state(con, state)  # the local ranks clustered by block (--blocks)
-    # the previous run's ranks, for the yardstick's changelog line
-    out("prev_rank", "select project_id, contract_id, sign_time, amount, asc_rn from fct")
+    out("prev_rank", "select project_id, contract_id, sign_time, amount, asc_rn from fct")  # the last ranks
 
 
 # ---------------------------------------------------------------------------------------
@@ -172,11 +172,13 @@ def main() -> int:
     p.add_argument("--blocks", action="store_true",
                    help="also the offsets alternative's steps on local ranks clustered by block (2p, 3p, 3q, 4p; "
                         "implies --offsets)")
+    p.add_argument("--driver", action="store_true",
+                   help="also the results computed in the driver (spike_driver.py; implies --offsets)")
     p.add_argument("--no-yardstick", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the state (and reuse a kept one)")
     p.add_argument("--out", default=None, help="JSON results")
     args = p.parse_args()
-    args.offsets = args.offsets or args.blocks
+    args.offsets = args.offsets or args.blocks or args.driver
     n = int(float(args.history))
     work = pathlib.Path(args.work)
     state, out, evlog = work / f"state_{n}", work / f"out_{n}", work / f"eventlog_{n}"
@@ -209,14 +211,15 @@ def main() -> int:
 
     steps: dict[str, list[dict]] = {}
 
-    def step(name: str, sql, dest: pathlib.Path, partition_by: str | None = None, conf: dict | None = None) -> None:
+    def step(name: str, sql, dest: pathlib.Path, partition_by: str | None = None, conf: dict | None = None,
+             run=None) -> None:
         for k, v in (conf or {}).items():  # the step's own settings, unset after it
             spark.conf.set(k, v)
         t0 = time.time()  # sql: a statement, or a function that makes it (its work timed too)
-        w = spark.sql(sql if isinstance(sql, str) else sql()).write.mode("overwrite")
-        if partition_by:
-            w = w.partitionBy(partition_by)
-        w.parquet(str(dest))
+        parts = run(dest) if run else None  # run: the whole step, writing dest itself (--driver)
+        if not run:
+            w = spark.sql(sql if isinstance(sql, str) else sql()).write.mode("overwrite")
+            (w.partitionBy(partition_by) if partition_by else w).parquet(str(dest))
         t1 = time.time()
         for k in conf or {}:
             spark.conf.unset(k)
@@ -226,7 +229,7 @@ def main() -> int:
         steps.setdefault(name, []).append({"seconds": round(t1 - t0, 2), "spark_jobs": m["spark_jobs"],
                                            "mb_read": round(m["bytes_read"] / 1e6, 1),
                                            "records_read": m["records_read"], "rows": rows,
-                                           "load": round(os.getloadavg()[0], 2)})
+                                           "load": round(os.getloadavg()[0], 2), **(parts or {})})
         print(f"  {name}: {steps[name][-1]}", flush=True)
 
     # The yardstick's events: the history's plus the batch's, as the incremental model holds them.
@@ -262,6 +265,9 @@ def main() -> int:
             step("offsets: 3 results", offsets_results_sql(out / "offset_inputs"), out / "offset_changes", "part")
             step("offsets: 4 changelog, stored per contract", offsets_changelog_sql(out / "offset_changes", state),
                  out / "offset_changelog")
+            if args.driver:
+                step("offsets: 2+3d, results in the driver", None, out / "offset_changes_d",
+                     run=lambda d: driver_results(spark, offsets_inputs_sql(out / "changes", state), d))
             if args.blocks:
                 step("offsets: 2p inputs, pruned", pruned_inputs, out / "offset_inputs_p", "part")
                 step("offsets: 3p results, fused", offsets_results_fused_sql(out / "offset_inputs_p"),
@@ -289,9 +295,12 @@ def main() -> int:
                             "records_read": v[-1]["records_read"], "rows": v[-1]["rows"],
                             "load": [x["load"] for x in v]} for k, v in steps.items()}
     figures["check"] = check(state, out, args.offsets)
+    if args.driver:
+        import duckdb
+        figures["check"]["driver_rows_differing"] = d = check_driver(duckdb.connect(), out)
+        figures["check"]["exact"] = figures["check"]["exact"] and d == 0
     if args.blocks:
         import duckdb
-
         figures["check"]["blocks"] = blocks = check_blocks(duckdb.connect(), state, out)
         figures["check"]["exact"] = figures["check"]["exact"] and not any(blocks.values())
     figures["load_after"] = os.getloadavg()
