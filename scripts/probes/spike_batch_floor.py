@@ -61,6 +61,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench_eventlog  # noqa: E402
 import bench_streams  # noqa: E402  (the bench's batch generator and constants)
+from spike_check import check  # noqa: E402
 from spike_driver import check_driver, driver_results  # noqa: E402
 from spike_sql import (  # noqa: E402
     changelog_sql,
@@ -85,6 +86,23 @@ from spike_sql_blocks import (  # noqa: E402
 ONE_PLAN = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 OPEN_END = "timestamp_ntz'9999-12-31 00:00:00'"
+
+
+def spark_session(work: pathlib.Path, evlog: pathlib.Path):
+    """The spike's SparkSession (local[2], the JVM's defaults), its event log in `evlog`."""
+    from pyspark.sql import SparkSession
+
+    conf = dict(kv.split("=", 1) for kv in bench_eventlog.conf(evlog).split(","))
+    builder = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "4g")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.adaptive.enabled", "true").config("spark.sql.timestampType", "TIMESTAMP_NTZ")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.buffer.pageSize", "2m")
+               .config("spark.local.dir", str(work / "tmp")))
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,18 +214,7 @@ def main() -> int:
     batch_file = out / "batch_0000.jsonl"
     batch_file.write_text("\n".join(maker.batch(args.batch_events)) + "\n")
 
-    from pyspark.sql import SparkSession
-
-    conf = dict(kv.split("=", 1) for kv in bench_eventlog.conf(evlog).split(","))
-    builder = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "4g")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.adaptive.enabled", "true").config("spark.sql.timestampType", "TIMESTAMP_NTZ")
-               .config("spark.sql.session.timeZone", "UTC").config("spark.buffer.pageSize", "2m")
-               .config("spark.local.dir", str(work / "tmp")))
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_session(work, evlog)
 
     steps: dict[str, list[dict]] = {}
 
@@ -312,88 +319,6 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(work / "tmp", ignore_errors=True)
     return 0 if figures["check"]["exact"] else 1
-
-
-def check(state: pathlib.Path, out: pathlib.Path, offsets: bool) -> dict:
-    """The old fact with the batch's fct changes applied, against DuckDB's re-rank of every
-    event; and the offsets view's ranks against it, when measured."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("set threads = 2")
-    con.execute(f"""
-        create temp table want as
-        with ev as (
-            select op, project_id, contract_id, sign_time, op_ts from read_parquet('{state}/events')
-            union all
-            select op, project_id, contract_id, sign_time, op_ts from read_parquet('{out}/batch_events/*.parquet')
-        ),
-        last as (select contract_id, arg_max(op, op_ts) as op, arg_max(project_id, op_ts) as project_id,
-                        arg_max(sign_time, op_ts) as sign_time from ev group by contract_id)
-        select project_id, contract_id, sign_time,
-               dense_rank() over (partition by project_id order by sign_time) as asc_rn
-        from last where op <> '-D'
-    """)
-    changes = f"read_parquet('{out}/results/part=fct/*.parquet')"
-    got = f"""
-        select project_id, contract_id, sign_time, asc_rn from read_parquet('{state}/fct')
-        where contract_id not in (select key from {changes})
-        union all
-        select cast(json_extract(img, '$.project_id') as bigint), key,
-               cast(json_extract_string(img, '$.sign_time') as timestamp), cast(json_extract(img, '$.asc_rn') as bigint)
-        from {changes} where rowkind in ('+I', '+U')
-    """
-    missing, unexpected, changed = con.execute(f"""
-        select (select count(*) from (select * from want except all ({got}))),
-               (select count(*) from (({got}) except all select * from want)),
-               (select count(*) from {changes} where rowkind in ('+I', '+U'))
-    """).fetchone()
-    a, b = f"read_parquet('{out}/changes/*.parquet')", f"read_parquet('{out}/changes_b/*.parquet')"
-    ingest_differs = con.execute(
-        f"select (select count(*) from (select * from {a} except all select * from {b}))"
-        f" + (select count(*) from (select * from {b} except all select * from {a}))").fetchone()[0]
-    result = {"fct_rows_written": changed, "missing": missing, "unexpected": unexpected,
-              "ingest_1b_rows_differing": ingest_differs,
-              "exact": missing == 0 and unexpected == 0 and ingest_differs == 0}
-    if offsets:
-        parts = f"read_parquet('{out}/offset_changes/*/*.parquet', hive_partitioning = true)"
-        loc = f"""
-            select contract_id, project_id, sign_time, block, local_rn from read_parquet('{state}/loc')
-            where contract_id not in (select key from {parts} where part = 'loc')
-            union all
-            select key, cast(json_extract(img, '$.project_id') as bigint),
-                   cast(json_extract_string(img, '$.sign_time') as timestamp),
-                   cast(json_extract_string(img, '$.block') as timestamp),
-                   cast(json_extract(img, '$.local_rn') as bigint)
-            from {parts} where part = 'loc' and rowkind in ('+I', '+U')"""
-        off = f"""
-            select project_id, block, block_offset from read_parquet('{state}/off') as o
-            where not exists (select 1 from {parts} as c where c.part = 'off' and c.key = o.project_id
-                              and cast(json_extract_string(c.img, '$.block') as timestamp) = o.block)
-            union all
-            select key, cast(json_extract_string(img, '$.block') as timestamp),
-                   cast(json_extract(img, '$.block_offset') as bigint)
-            from {parts} where part = 'off' and rowkind in ('+I', '+U')"""
-        view = (f"select l.project_id, l.contract_id, l.sign_time, l.local_rn + o.block_offset "
-                f"from ({loc}) l join ({off}) o using (project_id, block)")
-        om, ou, orows = con.execute(f"""
-            select (select count(*) from (select * from want except all ({view}))),
-                   (select count(*) from (({view}) except all select * from want)),
-                   (select count(*) from {parts} where rowkind in ('+I', '+U'))""").fetchone()
-        cl = f"read_parquet('{out}/offset_changelog/*.parquet')"
-        replayed = f"""
-            select project_id, contract_id, sign_time, asc_rn from read_parquet('{state}/fct')
-            where contract_id not in (select contract_id from {cl} where rowkind in ('-U', '-D'))
-            union all
-            select project_id, contract_id, sign_time, asc_rn from {cl} where rowkind in ('+I', '+U')"""
-        cm, cu, crows = con.execute(f"""
-            select (select count(*) from (select * from want except all ({replayed}))),
-                   (select count(*) from (({replayed}) except all select * from want)),
-                   (select count(*) from {cl})""").fetchone()
-        result["offsets"] = {"rows_written": orows, "missing": om, "unexpected": ou, "exact": om == 0 and ou == 0,
-                             "changelog_rows": crows, "changelog_missing": cm, "changelog_unexpected": cu}
-        result["exact"] = result["exact"] and om == 0 and ou == 0 and cm == 0 and cu == 0
-    return result
 
 
 if __name__ == "__main__":
