@@ -12,7 +12,9 @@ lane runs in a fresh Python process with its own JVM, starts a SparkSession, run
   the results computed by DuckDB, written back by Spark);
 - `rerank`: the columnar re-rank of every event, the yardstick.
 
-Lanes alternate within each repetition. The state is spike_batch_floor.py's (`--keep` there,
+The batch and driver lanes run on lakerank's JVM flags (the adapter's `JVM_FLAGS`: C1 only,
+huge methods compiled; `--batch-jvm-flags`), the re-rank on the JVM's defaults, as the bench
+runs them. Lanes alternate within each repetition. The state is spike_batch_floor.py's (`--keep` there,
 or built here). The batch lane's changes applied to the state are checked against DuckDB's
 re-rank of every event, and the driver lane's changes against the batch lane's.
 
@@ -83,6 +85,9 @@ def main() -> int:
     p.add_argument("--batch-events", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--work", required=True)
+    p.add_argument("--batch-jvm-flags", default=None,
+                   help="the batch and driver lanes' JVM flags (default: the adapter's JVM_FLAGS)")
+    p.add_argument("--rerank-jvm-flags", default="", help="the re-rank lane's (default: none, the JVM's own)")
     p.add_argument("--lane", choices=LANES, help=argparse.SUPPRESS)  # a child process's lane
     p.add_argument("--out", default=None, help="JSON results")
     args = p.parse_args()
@@ -108,12 +113,20 @@ def main() -> int:
         from read_json('{batch_file}', format = 'newline_delimited', columns = {{
             op: 'varchar', project_id: 'bigint', contract_id: 'bigint', sign_time: 'varchar',
             amount: 'varchar', op_ts: 'varchar'}})
-        where op in ('+I', '+U', '-D')) to '{out}/batch_events' (format parquet, per_thread_output true)""")
+        where op in ('+I', '+U', '-D')) to '{out}/batch_events' (format parquet, per_thread_output true, overwrite true)""")
+    if args.batch_jvm_flags is None:
+        sys.path.insert(0, str(ROOT / "adapter"))
+        from dbt.adapters.lakerank.session import JVM_FLAGS
+
+        args.batch_jvm_flags = JVM_FLAGS
     runs: dict[str, list[dict]] = {lane: [] for lane in LANES}
     for r in range(args.repeat):
         for lane in LANES:
+            flags = args.rerank_jvm_flags if lane == "rerank" else args.batch_jvm_flags
+            submit = f'--driver-java-options "{flags}" pyspark-shell' if flags else "pyspark-shell"
+            env = dict(os.environ, PYSPARK_SUBMIT_ARGS=submit)
             child = subprocess.run([sys.executable, __file__, "--history", args.history, "--work", str(work),
-                                    "--lane", lane], check=True, capture_output=True, text=True)
+                                    "--lane", lane], check=True, capture_output=True, text=True, env=env)
             runs[lane].append(json.loads(child.stdout.strip().splitlines()[-1]))
             print(f"round {r} {lane}: {runs[lane][-1]} (load {os.getloadavg()[0]:.2f})", flush=True)
     medians = {lane: statistics.median(x["total_s"] for x in v) for lane, v in runs.items()}
@@ -121,7 +134,8 @@ def main() -> int:
     found = check_offsets(con, state, out)
     found["driver_rows_differing"] = check_driver(con, out)
     found["exact"] = found["exact"] and found["driver_rows_differing"] == 0
-    figures = {"history": n, "runs": runs, "median_s": medians, "check": found,
+    figures = {"history": n, "batch_jvm_flags": args.batch_jvm_flags, "rerank_jvm_flags": args.rerank_jvm_flags,
+               "runs": runs, "median_s": medians, "check": found,
                "batch_over_rerank": round(medians["batch"] / medians["rerank"], 3),
                "driver_over_rerank": round(medians["driver"] / medians["rerank"], 3)}
     print(json.dumps(figures, indent=1))
