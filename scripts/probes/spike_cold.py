@@ -113,7 +113,8 @@ def main() -> int:
         from read_json('{batch_file}', format = 'newline_delimited', columns = {{
             op: 'varchar', project_id: 'bigint', contract_id: 'bigint', sign_time: 'varchar',
             amount: 'varchar', op_ts: 'varchar'}})
-        where op in ('+I', '+U', '-D')) to '{out}/batch_events' (format parquet, per_thread_output true, overwrite true)""")
+        where op in ('+I', '+U', '-D'))
+        to '{out}/batch_events' (format parquet, per_thread_output true, overwrite true)""")
     if args.batch_jvm_flags is None:
         sys.path.insert(0, str(ROOT / "adapter"))
         from dbt.adapters.lakerank.session import JVM_FLAGS
