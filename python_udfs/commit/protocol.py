@@ -53,11 +53,9 @@ from python_udfs.jvm import (
 
 Table = Tuple[str, str]
 
-# One pk_table commit lists its table's partitions once: `recover` keeps the listing, the
-# plan and the swap use it (nothing else changes the table's partitions in between), and
-# `finish` sweeps with the locations the swap left. `forget` (at the start of every commit)
-# drops both, so a listing never outlives its commit. (Was four listings per commit: JFR,
-# ~4 % of the JVM in the Paimon vectors.)
+# One pk_table commit lists its table's partitions once: `recover` keeps the listing, the plan
+# and the swap use it (nothing else changes them in between), `finish` sweeps with the locations
+# the swap left; `forget` (at the start of every commit) drops both.
 _LISTINGS: Dict[str, Dict[str, Any]] = {}
 _SWAPPED: Dict[str, Tuple[int, List[str]]] = {}
 
@@ -75,6 +73,12 @@ def forget(table: Table) -> None:
 def _fs(spark, location: str):
     path = jvm_class(spark, "org.apache.hadoop.fs.Path")(location)
     return path, path.getFileSystem(spark._jsc.hadoopConfiguration())
+
+
+def path_bytes(spark, location: str) -> int:
+    """The bytes of the files under ``location``."""
+    path, fs = _fs(spark, location)
+    return int(fs.getContentSummary(path).getLength())
 
 
 def _qualified(spark, location: str) -> str:
@@ -111,14 +115,11 @@ def _dir_partitions(spark, location: str, depth: int) -> Dict[str, str]:
     found = fs.globStatus(jvm_class(spark, "org.apache.hadoop.fs.Path")(location.rstrip("/") + "/*" * depth)) or []
     out = {}
     for status in found:
-        if not status.isDirectory():
-            continue
-        leaf = status.getPath()
-        names = []
+        leaf, names = status.getPath(), []
         for _ in range(depth):
             names.append(unescape(leaf.getName()))
             leaf = leaf.getParent()
-        if all("=" in n for n in names):
+        if status.isDirectory() and all("=" in n for n in names):
             out["/".join(reversed(names))] = str(status.getPath().toString())
     return out
 

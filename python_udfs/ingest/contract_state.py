@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Dict
 
+from python_udfs.commit.protocol import path_bytes
 from python_udfs.ingest.state_lookup import (
     ID_RECORD,
     STATE_WRITE_OPTIONS,
     id_record,
     in_ranges,
     lookup_ranges,
-    partition_bytes,
     partition_locations,
     span_of,
 )
@@ -84,8 +84,7 @@ def compact_state(spark, table: str, location: str, below: int) -> Dict[int, str
         return older
     base = min(older)
     deltas = {c: loc for c, loc in older.items() if c != base}
-    whole = sum(partition_bytes(spark, loc) for loc in deltas.values()) >= FOLD_BASE_AT * partition_bytes(
-        spark, older[base])
+    whole = sum(path_bytes(spark, loc) for loc in deltas.values()) >= FOLD_BASE_AT * path_bytes(spark, older[base])
     fold = older if whole else deltas
     head = max(fold)
     record = id_record(*(span_of(spark, fold.values()) or (None, None)))

@@ -32,10 +32,10 @@ from functools import reduce
 from typing import Dict, List, Optional, Tuple
 
 from python_udfs.commit.protocol import partitions, read_json, write_json
-from python_udfs.jvm import jvm_class, split_table_name
+from python_udfs.jvm import split_table_name
 
 __all__ = ["ID_RECORD", "MAX_RANGES", "MIN_LOOKUP_SPAN", "STATE_ROW_GROUP_ROWS", "STATE_WRITE_OPTIONS", "id_record",
-           "in_ranges", "lookup_ranges", "partition_bytes", "partition_locations", "span_of"]
+           "in_ranges", "lookup_ranges", "partition_locations", "span_of"]
 
 ID_RECORD = "_contract_ids.json"  # a leading '_': Spark's readers skip it
 # State files are written sorted by contract_id in row groups of STATE_ROW_GROUP_ROWS rows:
@@ -83,12 +83,6 @@ def partition_locations(spark, table: str, below: int) -> Dict[int, str]:
     return {int(spec.split("=", 1)[1]): location
             for spec, (_part, location) in partitions(spark, split_table_name(spark, table)).items()
             if int(spec.split("=", 1)[1]) < below}
-
-
-def partition_bytes(spark, location: str) -> int:
-    """The bytes of the files under a partition's ``location``."""
-    path = jvm_class(spark, "org.apache.hadoop.fs.Path")(location)
-    return int(path.getFileSystem(spark._jsc.hadoopConfiguration()).getContentSummary(path).getLength())
 
 
 def span_of(spark, locations) -> Optional[Span]:
