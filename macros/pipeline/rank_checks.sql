@@ -1,5 +1,5 @@
 {#- The rank rewrite's checks, on the rows it staged, before any rank table commits them
-    (issue Q's "checks inside the commit"): `check_rank_results` is a step of
+    (issue Q's "checks inside the commit"): `check_rank_results` is a post-hook of
     int_contract_rank_rewrite that stops the build with the failing rows in its message;
     `rank_slice_problems` is the per-slice query it runs, which the audit test
     `assert_fct_ranks_exact_per_slice` runs too (`dbt test --selector audit`). -#}
@@ -82,10 +82,7 @@ offsets as (
 
 select
     'block' as problem,
-    to_json(struct(
-        project_id, contract_id, block, segment_start, ver_start, mem_rn, want_mem_rn, block_rn, want_block_rn,
-        positions_through, n_ties
-    )) as detail
+    to_json(struct(checked.*)) as detail
 from checked
 where
     contract_id is null
@@ -105,10 +102,7 @@ where
 union all
 select
     'offset' as problem,
-    to_json(struct(
-        project_id, block, positions, block_offset, first_sign_time, last_sign_time, next_start, want_offset,
-        want_next, total, block_positions, block_first, block_last, max_rn
-    )) as detail
+    to_json(struct(offsets.*)) as detail
 from offsets
 where
     block_offset <> want_offset
@@ -147,9 +141,7 @@ having
 {%- endmacro %}
 
 
-{#- Spark's path of int_contract_rank_rewrite (`rewrite`: `this`; its materialization,
-    `rewrite_table`, runs it after the results are in; the driver's path runs the same query
-    in DuckDB: `rank_rows_in_driver`):
+{#- Post-hook of int_contract_rank_rewrite (`rewrite`: `this`), after its results are in:
     stops the build when `rank_slice_problems` finds a row, naming up to 20 of them, so a
     wrong rank never reaches a table. Renders no SQL: the check is a query it runs itself.
     `pending` (default: whether the build's window holds changes): false skips the query,
@@ -158,24 +150,13 @@ having
 {% macro check_rank_results(rewrite, pending=none) -%}
   {%- if pending is none and execute -%}{%- set pending = lakerank.rank_rewrite_window()['pending'] -%}{%- endif -%}
   {%- if execute and pending -%}
-    {%- do lakerank.raise_rank_problems(rewrite, run_query(lakerank.rank_problems_query(rewrite)).rows) -%}
-  {%- endif -%}
-{%- endmacro %}
-
-
-{#- The query of up to 20 of `rank_slice_problems(rewrite)`'s rows (the check's). -#}
-{% macro rank_problems_query(rewrite) -%}
-  select problem, detail from ({{ lakerank.rank_slice_problems(rewrite) }}) as problems limit 20
-{%- endmacro %}
-
-
-{#- Stops the build when the check found `problems` (rows of problem, detail) in the rows of
-    the rewrite `rewrite`, naming them; nothing otherwise. -#}
-{% macro raise_rank_problems(rewrite, problems) -%}
-  {%- if problems | length > 0 -%}
-    {%- set lines = [] -%}
-    {%- for row in problems -%}{%- do lines.append(row[0] ~ ': ' ~ row[1]) -%}{%- endfor -%}
-    {{ exceptions.raise_compiler_error("rank rewrite " ~ rewrite ~ ": its new rows fail the per-slice"
-         ~ " check (first " ~ lines | length ~ "), nothing committed:\n" ~ lines | join('\n')) }}
+    {%- set found = run_query("select problem, detail from (" ~ lakerank.rank_slice_problems(rewrite)
+                              ~ ") as problems limit 20") -%}
+    {%- if found.rows | length > 0 -%}
+      {%- set lines = [] -%}
+      {%- for row in found.rows -%}{%- do lines.append(row[0] ~ ': ' ~ row[1]) -%}{%- endfor -%}
+      {{ exceptions.raise_compiler_error("rank rewrite " ~ rewrite ~ ": its new rows fail the per-slice"
+           ~ " check (first " ~ lines | length ~ "), nothing committed:\n" ~ lines | join('\n')) }}
+    {%- endif -%}
   {%- endif -%}
 {%- endmacro %}

@@ -56,10 +56,9 @@
 
 
 {#- The block of a segment start: its month, on the wall clock (zone-free). Ties share a
-    sign time, so a segment, so a block. ('MONTH', not 'MM': DuckDB reads the same SQL when
-    the results are computed in the driver, macros/pipeline/rank_in_driver.sql.) -#}
+    sign time, so a segment, so a block. -#}
 {% macro rank_block(segment_start) -%}
-  cast(trunc(cast({{ segment_start }} as date), 'MONTH') as timestamp_ntz)
+  cast(trunc(cast({{ segment_start }} as date), 'MM') as timestamp_ntz)
 {%- endmacro %}
 
 
@@ -286,8 +285,7 @@
 {%- endmacro %}
 
 
-{#- Spark's path of int_contract_rank_rewrite (its materialization, `rewrite_table`), whose
-    query stored the rank pass's inputs: adds
+{#- Post-hook of int_contract_rank_rewrite, whose query stored the rank pass's inputs: adds
     the results, read from those stored rows (nothing when the window is empty). -#}
 {% macro insert_rank_results() -%}
   {%- if execute and lakerank.rank_rewrite_window()['pending'] -%}

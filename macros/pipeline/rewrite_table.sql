@@ -1,12 +1,7 @@
 {#-
   `rewrite_table`: the rank rewrite's materialization (`int_contract_rank_rewrite`). It is
-  dbt's `table` (the old table dropped, the query created as a new one, the hooks around it)
-  holding the rank pass's inputs and then its results, checked before any rank table reads
-  them: for a batch, the results and the check computed in the driver and created with the
-  inputs in one statement (`lakerank.rank_rows_in_driver`, macros/pipeline/rank_in_driver.sql);
-  else (the first build, --full-refresh, a window of more inputs than the driver takes) the
-  inputs created by Spark, the results inserted (`lakerank.insert_rank_results`) and checked
-  (`lakerank.check_rank_results`) - except when there is nothing to rank: every rank table has committed the ingest's head
+  dbt's `table` (the old table dropped, the query created as a new one, the hooks around it),
+  except when there is nothing to rank: every rank table has committed the ingest's head
   (`lakerank.rank_rewrite_window()` is not pending) and the table exists. Then nothing runs -
   no drop, no create, no hooks - and the node reports what it skipped: a build with nothing
   landed, or the rerun of a build that committed everything, costs no Spark job here (the
@@ -26,21 +21,12 @@
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- set in_driver = lakerank.rank_rows_in_driver(compiled_code, window, target_relation) -%}
   {%- if window.exists -%}
     {{ adapter.drop_relation(target_relation) }}
   {%- endif -%}
   {%- call statement('main') -%}
-    {{ create_table_as(False, target_relation, 'select * from ' ~ in_driver.view if in_driver else compiled_code) }}
+    {{ create_table_as(False, target_relation, compiled_code) }}
   {%- endcall -%}
-  {%- if in_driver -%}
-    {%- do adapter.lakerank_drop_driver_rows(in_driver.name) -%}
-  {%- elif window.pending -%}
-    {%- call statement('results') -%}
-      {{ lakerank.insert_rank_results() }}
-    {%- endcall -%}
-    {%- do lakerank.check_rank_results(target_relation) -%}
-  {%- endif -%}
   {% do persist_docs(target_relation, model) %}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}

@@ -73,10 +73,6 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
         ranks_before = expected_ranks(oracle, rank_function) if summarised else None
         counts = oracle.consume(os.path.basename(path), lines)
         settings = {"rank_function": rank_function, "compact_commits": 2 if rank_function == "rank" else 10}
-        if rank_function == "rank":
-            # Spark's path of the rank rewrite (its results and check in Spark: the first build's
-            # and a large window's); the other functions' batches take the driver's.
-            settings["rank_in_driver_max_rows"] = 0
         if rank_function == "row_number" and i == 1:
             # The fact's table is left behind (as by a failed build): the next build's rank
             # rewrite starts from the oldest rank table's commit, so it covers batches 1-2.
@@ -121,9 +117,6 @@ def test_incremental_builds_match_oracle(lakerank, rank_function, monkeypatch, t
             committing = [*MERGE_ON_READ, "published_commit"]
             over = [(m, dict(by_node(crossings)[m])) for m in committing if calls[m] > 8]
             assert over == [], over
-            # A batch's rank results are computed in the driver unless the var says otherwise.
-            in_driver = by_node(crossings)["int_contract_rank_rewrite"]["lakerank_rows_in_driver"]
-            assert in_driver == (0 if rank_function == "rank" else 1), by_node(crossings)
         assert_all_exact(lakerank, oracle, rank_function)
         assert_read_layer_current(lakerank)
         if summarised:

@@ -21,7 +21,6 @@ from typing import Any, Optional
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.lakerank.commits import CommitMixin
-from dbt.adapters.lakerank.driver_sql import DriverSqlMixin
 from dbt.adapters.lakerank.pk_tables import PkTableMixin
 from dbt.adapters.lakerank.python_job import run_model
 from dbt.adapters.lakerank.remote import RemoteDriver, decode, encode
@@ -49,7 +48,7 @@ def serve_driver_ops(spark, home: str, host: str, port: int, token: str) -> Thre
     """Start the driver endpoint on ``host:port`` (a daemon thread) and return its server;
     it answers only calls that carry ``token``."""
     expected = f"Bearer {token}".encode()
-    class DriverOps(StorageMixin, CommitMixin, PkTableMixin, DriverSqlMixin):
+    class DriverOps(StorageMixin, CommitMixin, PkTableMixin):
         """The adapter's driver-side methods on one client's session."""
 
         def __init__(self, session) -> None:

@@ -13,7 +13,6 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt.adapters.lakerank.catalog import catalog_rows
 from dbt.adapters.lakerank.commits import CommitMixin
 from dbt.adapters.lakerank.connections import LakerankConnectionManager
-from dbt.adapters.lakerank.driver_sql import DriverSqlMixin
 from dbt.adapters.lakerank.fence import give_back
 from dbt.adapters.lakerank.home import metastore_path, resolve_home
 from dbt.adapters.lakerank.pk_tables import PkTableMixin
@@ -25,8 +24,7 @@ from dbt.adapters.lakerank.storage import StorageMixin
 from dbt.adapters.lakerank.view_text import swap_relations
 
 
-class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, RewriteMixin, DriverSqlMixin,
-                      SparkAdapter):
+class LakerankAdapter(StorageMixin, CommitMixin, RecordMixin, PkTableMixin, RewriteMixin, SparkAdapter):
     ConnectionManager = LakerankConnectionManager  # type: ignore[assignment]
 
     @property
