@@ -16,6 +16,8 @@ from __future__ import annotations
 import pathlib
 import time
 
+from spike_sql import off_new_cte
+
 # The results of statement 3 in DuckDB's dialect, over `inputs` (statement 2's rows), as
 # typed columns: part ('loc' or 'off'), rowkind, key and the image's columns.
 RESULTS_SQL = """
@@ -41,17 +43,7 @@ positions as (
         select project_id, block, max(local_rn) as positions from loc_new group by project_id, block
     ) as t on b.project_id = t.project_id and b.block = t.block
 ),
-off_new as (
-    select project_id, block, positions,
-           coalesce(sum(positions) over (partition by project_id order by block
-                    rows between unbounded preceding and 1 preceding), 0) as block_offset
-    from (
-        select coalesce(p.project_id, o.project_id) as project_id, coalesce(p.block, o.block) as block,
-               coalesce(p.positions, o.positions) as positions
-        from off_old as o full outer join positions as p on o.project_id = p.project_id and o.block = p.block
-    )
-    where positions > 0
-),
+{off_new},
 loc_diff as (
     select n.contract_id is not null as has_new, o.contract_id is not null as has_old,
            n.project_id as n_project_id, n.contract_id as n_contract_id, n.sign_time as n_sign_time,
@@ -101,7 +93,7 @@ def driver_results(spark, inputs_sql: str, dest: pathlib.Path) -> dict:
     t1 = time.time()
     con = duckdb.connect()
     con.execute("set threads = 2")
-    results = con.execute(RESULTS_SQL.format(images=_images())).to_arrow_table()
+    results = con.sql(RESULTS_SQL.format(off_new=off_new_cte(), images=_images())).to_arrow_table()
     t2 = time.time()
     spark.createDataFrame(results).write.mode("overwrite").partitionBy("part").parquet(str(dest))
     t3 = time.time()

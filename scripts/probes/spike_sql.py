@@ -255,12 +255,11 @@ def offsets_staged(inputs: pathlib.Path) -> str:
     off_old as {part('off_old', 'project_id, block, positions, block_offset')},"""
 
 
-def offsets_changes_tail() -> str:
-    """The common end of the offsets results (statement 3 and the spike's 3p): ``off_new``
-    from ``off_old`` and ``positions``, then the -/+ images of ``loc_new`` against ``loc_old``
-    and of ``off_new`` against ``off_old``, one row an image."""
-    return f"""
-    off_new as (
+def off_new_cte() -> str:
+    """The CTE ``off_new``: every block of a touched project with its positions (a touched
+    block's from ``positions``, the others' from ``off_old``) and its new offset (Spark SQL
+    that DuckDB reads as well: spike_driver.py)."""
+    return """off_new as (
         select project_id, block, positions,
                coalesce(sum(positions) over (partition by project_id order by block
                         rows between unbounded preceding and 1 preceding), 0) as block_offset
@@ -270,7 +269,15 @@ def offsets_changes_tail() -> str:
             from off_old as o full outer join positions as p on o.project_id = p.project_id and o.block = p.block
         )
         where positions > 0
-    ),
+    )"""
+
+
+def offsets_changes_tail() -> str:
+    """The common end of the offsets results (statement 3 and the spike's 3p): ``off_new``
+    from ``off_old`` and ``positions``, then the -/+ images of ``loc_new`` against ``loc_old``
+    and of ``off_new`` against ``off_old``, one row an image."""
+    return f"""
+    {off_new_cte()},
     loc_diff as (
         select n.contract_id is not null as has_new, o.contract_id is not null as has_old,
                struct(n.*) as new_row, struct(o.*) as old_row
