@@ -16,6 +16,7 @@ from __future__ import annotations
 import pathlib
 import time
 
+from spike_check import differs
 from spike_sql import off_new_cte
 
 # The results of statement 3 in DuckDB's dialect, over `inputs` (statement 2's rows), as
@@ -114,6 +115,4 @@ def check_driver(con, out: pathlib.Path) -> int:
     driver_rows = f"""(select part, rowkind, key, contract_id, sign_time::timestamp, amount::decimal(18, 2),
                          block::timestamp, local_rn::bigint, positions::bigint, block_offset::bigint
                   from read_parquet('{out / 'offset_changes_d'}/*/*.parquet', hive_partitioning = true))"""
-    return con.execute(
-        f"select (select count(*) from (select * from {spark_rows} except all select * from {driver_rows}))"
-        f" + (select count(*) from (select * from {driver_rows} except all select * from {spark_rows}))").fetchone()[0]
+    return sum(differs(con, spark_rows, driver_rows))

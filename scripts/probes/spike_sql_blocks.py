@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import pathlib
 
+from spike_check import differs
 from spike_sql import offsets_changes_tail, offsets_inputs_sql, offsets_staged
 
 
@@ -104,8 +105,7 @@ def loc_tails_rel(state: pathlib.Path, lit: dict) -> str:
 def check_blocks(con, state: pathlib.Path, out: pathlib.Path) -> dict:
     """2p, 3p and 4p against 2, 3 and 4 (same rows, both ways; images compared as parsed values)."""
     def differ(a: str, b: str) -> int:
-        return con.execute(f"select (select count(*) from (select * from {a} except all select * from {b}))"
-                           f" + (select count(*) from (select * from {b} except all select * from {a}))").fetchone()[0]
+        return sum(differs(con, a, b))
 
     def staged(d: str) -> str:
         return f"""(select part, project_id, block, contract_id, sign_time, amount, local_rn, positions, block_offset
